@@ -187,7 +187,7 @@ def config_from_files(gt: list[str | Path], predictions: list[str | Path], *, ru
                       cache_dir: str | Path | None = None, dataset_name: str | None = None) -> BenchmarkConfig:
     """A one-dataset config from GT files and prediction files (what the CLI's ``evaluate`` builds)."""
     gt = tuple(Path(g) for g in gt)
-    ds = DatasetSpec(name=dataset_name or "", gt=gt, images=gt[0].parent)
+    ds = DatasetSpec(name=dataset_name or "+".join(g.stem for g in gt), gt=gt, images=gt[0].parent)
     runs = {}
     for i, p in enumerate(predictions):
         p = Path(p)
