@@ -1,0 +1,177 @@
+"""OV3D Explorer: the Streamlit entry point. Router and frame only.
+
+``main()`` sets the page up, restores state from the URL, draws the shared sidebar (data source, dataset, runs,
+protocol, score threshold, lab-meeting tools), publishes the page context and runs the selected page. Every page
+lives in ``app_pages/`` and is registered here explicitly.
+
+Run: ``streamlit run app.py`` (the demo benchmark is built on first start). ``OV3D_DEMO_DIR`` points the demo
+source at another folder (the tests use a tiny demo).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ov3d_app import cache, ui
+from ov3d_app import state as S
+from ov3d_core.errors import InputError
+
+HERE = Path(__file__).parent
+CSS = HERE / "assets" / "style.css"
+
+
+def _progress_adapter(bar):
+    """A progress callback for ``ensure_demo`` that accepts (fraction[, message]) or (done, total[, message])."""
+
+    def progress(*args, **kw):
+        msg = kw.get("message") or next((a for a in args if isinstance(a, str)), "")
+        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        frac = 0.0
+        if len(nums) >= 2 and nums[1]:
+            frac = nums[0] / nums[1]
+        elif nums:
+            frac = float(nums[0])
+        bar.progress(min(max(frac, 0.0), 1.0), text=f"Building the demo benchmark (first start only) {msg}")
+
+    return progress
+
+
+def _source_config() -> str | None:
+    """The benchmark config path of the chosen source, or None (with the reason shown)."""
+    if ui.get("source") == "config":
+        path = (ui.get("config_path") or "").strip()
+        if not path:
+            st.info("Type the path of a benchmark config (YAML) in the sidebar, or switch back to the demo.")
+            return None
+        return path
+    ready = cache.demo_ready()
+    if ready:
+        return ready
+    bar = st.progress(0.0, text="Building the demo benchmark (first start only)…")
+    try:
+        return cache.ensure_demo_config(progress=_progress_adapter(bar))
+    finally:
+        bar.empty()
+
+
+def _sidebar_source() -> None:
+    st.sidebar.radio("Data", S.SOURCES, format_func={"demo": "Demo benchmark", "config": "Benchmark config"}.get,
+                     horizontal=True, **ui.bind("source"))
+    if ui.get("source") == "config":
+        st.sidebar.text_input("Config file (YAML)", placeholder="/path/to/benchmark.yaml", **ui.bind("config_path"))
+
+
+def _sidebar_selection(cat: dict) -> None:
+    datasets = cat["datasets"]
+    fixes = S.sanitize({k: st.session_state.get(k) for k in ("dataset", "runs", "focus_run")}, datasets=datasets,
+                       runs_of=lambda d: cat["runs"].get(d, []))
+    st.session_state.update(fixes)
+    st.sidebar.selectbox("Dataset", datasets, **ui.bind("dataset"))
+    runs = cat["runs"].get(ui.get("dataset"), [])
+    st.sidebar.multiselect("Runs", runs, placeholder="all runs", help="Empty: every run on the dataset.",
+                           **ui.bind("runs"))
+    st.sidebar.radio("Protocol", S.PROTOCOLS, horizontal=True,
+                     help="dataset-level: every class is scored on every image (OV3D-Bench). target-aware: each "
+                          "image is prompted only with its GT classes (the oracle of OVMono3D / DetAny3D).",
+                     **ui.bind("protocol"))
+    st.sidebar.slider("Score threshold", 0.0, 1.0, step=0.05, help="Predictions below it are dropped before scoring.",
+                      **ui.bind("min_score"))
+    st.sidebar.select_slider("IoU for TP / FP / FN", options=list(S.IOU_CHOICES),
+                             help="3D IoU at which the inspector and tables mark boxes as TP, FP or FN.",
+                             **ui.bind("iou"))
+
+
+def _sidebar_lab_meeting() -> None:
+    with st.sidebar.expander("Lab meeting", icon=":material/co_present:"):
+        st.toggle("Presentation mode", help="Larger fonts, no sidebar; step through pinned views.",
+                  **ui.bind("presentation"))
+        if st.button("Pin this view", icon=":material/push_pin:", width="stretch"):
+            views = list(ui.get("saved_views") or [])
+            views.append(ui.current_view())
+            ui.set_state(saved_views=views, view_idx=len(views) - 1)
+        views = ui.get("saved_views") or []
+        for i, v in enumerate(views):
+            c1, c2 = st.columns([5, 1])
+            if c1.button(f"{i + 1}. {v['title']}", key=f"view_go_{i}", width="stretch"):
+                _go_to_view(i)
+            if c2.button("", key=f"view_rm_{i}", icon=":material/close:", help="Unpin"):
+                ui.set_state(saved_views=[w for j, w in enumerate(views) if j != i], view_idx=0)
+                st.rerun()
+        if not views:
+            st.caption("No pinned views yet. Set up a view, then pin it; the list steps through them.")
+
+
+def _go_to_view(i: int) -> None:
+    views = ui.get("saved_views") or []
+    if not views:
+        return
+    i %= len(views)
+    ui.set_state(view_idx=i)
+    ui.apply_view(views[i])
+    st.switch_page(ui.PAGE_FILE.get(views[i]["page"], ui.PAGES[0][0]))
+
+
+def _presentation_bar() -> None:
+    """Top bar of presentation mode: step through pinned views, leave the mode."""
+    views = ui.get("saved_views") or []
+    i = int(ui.get("view_idx") or 0)
+    c1, c2, c3, c4 = st.columns([1, 6, 1, 1.4])
+    if c1.button("Previous", icon=":material/arrow_back:", disabled=not views, key="pres_prev"):
+        _go_to_view(i - 1)
+    title = f"{i + 1} / {len(views)} · {views[i % len(views)]['title']}" if views else "No pinned views"
+    c2.markdown(f"<div class='ov3d-view-title'>{title}</div>", unsafe_allow_html=True)
+    if c3.button("Next", icon=":material/arrow_forward:", disabled=not views, key="pres_next"):
+        _go_to_view(i + 1)
+    if c4.button("Exit presentation", icon=":material/close_fullscreen:", key="pres_exit"):
+        ui.set_state(presentation=False)
+        st.rerun()
+
+
+def main() -> None:
+    ui.init_state()
+    presenting = bool(ui.get("presentation"))
+    st.set_page_config(page_title="OV3D Explorer", page_icon=":material/deployed_code:", layout="wide",
+                       initial_sidebar_state="collapsed" if presenting else "auto")
+    if presenting and CSS.exists():
+        st.markdown(f"<style>{CSS.read_text()}</style>", unsafe_allow_html=True)
+    pages = [st.Page(HERE / f, title=t, icon=i, url_path=u, default=(k == 0))
+             for k, (f, t, i, u) in enumerate(ui.PAGES)]
+    nav = st.navigation({"OV3D Explorer": pages}, position="hidden" if presenting else "sidebar")
+    st.session_state["_page"] = nav.url_path or ui.PAGES[0][3]
+
+    st.sidebar.markdown("### OV3D Explorer")
+    _sidebar_source()
+    st.session_state["_ctx"] = None
+    try:
+        cfg = _source_config()
+        if cfg is not None:
+            key = cache.config_key(cfg)
+            cat = cache.catalog(key)
+            if not cat["datasets"]:
+                raise InputError(cfg, None, "datasets", "at least one dataset", "none")
+            _sidebar_selection(cat)
+            ds = ui.get("dataset")
+            all_runs = tuple(cat["runs"].get(ds, []))
+            st.session_state["_ctx"] = ui.Context(
+                cfg_key=key, dataset=ds, runs=tuple(S.active_runs(st.session_state, list(all_runs))),
+                all_runs=all_runs, protocol=ui.get("protocol"), min_score=float(ui.get("min_score")),
+                iou=float(ui.get("iou")))
+            if ui.get("source") == "demo":
+                st.sidebar.caption(f"Demo benchmark · {cat['name']}")
+    except InputError as exc:
+        st.error(str(exc), icon=":material/error:")
+    except cache.CoreMissing as exc:
+        st.info(f"The demo needs {exc}, which is not built yet. Point the sidebar at a benchmark config meanwhile.",
+                icon=":material/construction:")
+    _sidebar_lab_meeting()
+    if presenting:
+        _presentation_bar()
+    try:
+        nav.run()
+    finally:
+        ui.sync_query_params()
+
+
+main()

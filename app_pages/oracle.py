@@ -1,0 +1,90 @@
+"""Oracle: the same predictions under the dataset-level protocol and the target-aware oracle (each image prompted
+only with its GT classes). Per-class AP change, and the predictions the oracle removes, listed and drawn struck
+through on their image."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ov3d_app import cache, drawing, selection, ui
+from ov3d_app import state as S
+from ov3d_core.viz import bars
+from ov3d_core.viz.image_overlay import image_overlay
+
+ui.page_header("Oracle: dataset-level vs target-aware", "The target-aware protocol keeps a prediction only if its "
+               "class is annotated in the image. It silently deletes the cross-class false positives (a car called "
+               "a van where no van is annotated) that a deployed detector would make. Both columns score the same "
+               "boxes; only the kept set differs.")
+ctx = ui.need_context()
+
+
+def _on_removed(removed):
+    sel = selection.dataframe_rows(st.session_state.get("or_removed"))
+    if sel:
+        rec = removed.iloc[sel[0]]
+        ui.set_state(image_id=int(rec["image_id"]), highlight=f"pred|{ui.get('focus_run')}|{int(rec['pred_row'])}")
+
+
+with ui.guard("The protocol comparison"):
+    runs = list(ctx.runs)
+    if not runs:
+        st.stop()
+    c1, c2 = st.columns([2, 3])
+    ui.ensure_valid("focus_run", runs)
+    c1.selectbox("Run", runs, **ui.bind("focus_run", ":or"))
+    c2.radio("Draw the image as scored under", list(S.PROTOCOLS), horizontal=True, **ui.bind("protocol", ":or"))
+    run = ui.get("focus_run")
+    cmp_ = cache.protocol_comparison(ctx.cfg_key, ctx.dataset, run, ctx.min_score)
+    s = cmp_["summary"]
+    m = st.columns(4)
+    m[0].metric("mAP3D dataset-level", f"{s['map_dataset_level']:.2f}")
+    m[1].metric("mAP3D target-aware", f"{s['map_target_aware']:.2f}", delta=f"{s['delta_abs']:+.2f}",
+                delta_color="inverse")
+    m[2].metric("Inflation", f"×{s['ratio']:.2f}" if s["ratio"] == s["ratio"] else "n/a")
+    m[3].metric("Predictions removed", f"{s['n_removed']}",
+                help=f"{s['n_removed_cross_class']} of them overlap a GT of another class (cross-class FPs).")
+
+    per_class = cmp_["per_class"]
+    fig = bars.delta_bars(per_class, "ap_dataset_level", "ap_target_aware", category="class",
+                          label_before="dataset-level", label_after="target-aware",
+                          title="Per-class AP3D change under the oracle")
+    ui.plot(fig, "or_delta", export_name=f"oracle_delta_{run}")
+    with st.expander("Per-class table"):
+        st.dataframe(per_class, hide_index=True,
+                     column_config=ui.fmt_table(per_class, percent=("ap_dataset_level", "ap_target_aware",
+                                                                    "delta_abs"), fraction=("delta_rel",)))
+        ui.export_table(per_class, f"oracle_{ctx.dataset}_{run}", "or_table",
+                        caption=f"{run} on {ctx.dataset}: dataset-level vs target-aware AP3D")
+
+    removed = cmp_["removed"]
+    st.subheader(f"Removed by the oracle ({len(removed)})")
+    if removed.empty:
+        st.info("The oracle removes no prediction of this run: every predicted class is annotated in its image.")
+        st.stop()
+    st.caption("Highest score first; cross_class: it overlaps a GT of another class at 3D IoU ≥ the threshold "
+               "(a well-localised box with the wrong label). Select a row to draw its image.")
+    st.dataframe(removed, hide_index=True, on_select=lambda: _on_removed(removed), selection_mode="single-row",
+                 key="or_removed", column_config=ui.fmt_table(removed, fraction=("score", "max_iou_other")))
+    ui.export_table(removed, f"oracle_removed_{run}", "or_rm")
+
+    images = list(dict.fromkeys(removed["image_id"].astype(int).tolist()))
+    if ui.get("image_id") not in images:
+        st.session_state["image_id"] = images[0]
+    st.selectbox("Image with removed predictions", images, format_func=lambda i: f"image {i}",
+                 **ui.bind("image_id", ":or"))
+    image_id = int(ui.get("image_id"))
+    boxes = cache.boxes(ctx.cfg_key, ctx.dataset, (run,), "dataset-level", ctx.min_score, ctx.iou)
+    rows = boxes[boxes["image_id"] == image_id]
+    gone = set(removed.loc[removed["image_id"] == image_id, "pred_row"].astype(int).tolist())
+    oracle_on = ui.get("protocol") == "target-aware"
+    layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, rows, removed=gone if oracle_on else None,
+                                  highlight=ui.get("highlight"))
+    meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
+    title = (f"image {image_id} · target-aware: {len(gone)} prediction(s) struck out" if oracle_on else
+             f"image {image_id} · dataset-level: every prediction scored ({len(gone)} would vanish under the oracle)")
+    fig = image_overlay(meta["path"], meta["K"], layers, width=meta["width"], height=meta["height"], title=title,
+                        fig_height=560)
+    ui.plot(fig, "or_image", export_name=f"oracle_{ctx.dataset}_{image_id}")
+    if st.button("Open in the scene inspector", icon=":material/view_in_ar:"):
+        ui.set_state(f_classes=[], f_errors=[])
+        st.switch_page("app_pages/scene.py")

@@ -1,0 +1,108 @@
+"""Overview: the leaderboard of every (dataset, run), per-category AP bars and the three-axis breakdown.
+
+Selecting a leaderboard row makes its dataset and run active; clicking a category bar selects that category; both
+lead to the scene inspector filtered to the matching detections.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from ov3d_app import cache, selection, ui
+from ov3d_core.viz import bars
+
+ui.page_header("Overview", "mAP3D (Omni3D protocol: mean AP over 3D IoU 0.05:0.05:0.50) per dataset and run, with "
+               "AP at 3D IoU 0.15/0.25/0.50, near/medium/far and 3D class-agnostic recall at IoU 0.15. AP in percent.")
+ctx = ui.need_context()
+
+AP_COLS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F")
+
+
+def _on_row(board):
+    rows = selection.dataframe_rows(st.session_state.get("lb_table"))
+    if rows:
+        change = selection.leaderboard_row_to_state(board, rows[0])
+        ui.set_state(**change, category=None)
+
+
+def _on_bar():
+    pts = selection.selection_points(st.session_state.get("cat_bars"))
+    if pts:
+        change = selection.bar_point_to_state(pts[0])
+        if change:
+            ui.set_state(**change)
+
+
+def _open_scene(category: str | None, run: str | None, errors: list[str]):
+    ui.set_state(f_classes=[category] if category else [], f_errors=errors, image_id=None, highlight=None,
+                 **({"focus_run": run} if run else {}))
+
+
+with ui.guard("The leaderboard"):
+    board = cache.leaderboard(ctx.cfg_key, ctx.protocol, ctx.min_score)
+    focus = ui.get("focus_run") if ui.get("focus_run") in ctx.all_runs else (ctx.runs[0] if ctx.runs else None)
+    if focus is not None:
+        s = board[(board["dataset"] == ctx.dataset) & (board["run"] == focus)]
+        if len(s):
+            rec = s.iloc[0]
+            st.subheader(f"{focus} on {ctx.dataset} · {ctx.protocol}")
+            cols = st.columns(5)
+            cols[0].metric("mAP3D", f"{rec['AP3D']:.2f}")
+            cols[1].metric("AP3D@15", f"{rec['AP3D@15']:.2f}")
+            cols[2].metric("AP3D@25", f"{rec['AP3D@25']:.2f}")
+            cols[3].metric("AP3D@50", f"{rec['AP3D@50']:.2f}")
+            cols[4].metric("Class-agnostic recall@15", f"{rec['recall3D@15']:.3f}",
+                           help="Fraction of GT matched by some prediction at 3D IoU ≥ 0.15, whatever its label.")
+
+    st.subheader("Leaderboard")
+    st.caption("Select a row to make its dataset and run active. Under the target-aware protocol each image is "
+               "prompted only with its GT classes, which hides cross-class false positives (see the Oracle page).")
+    shown = board.drop(columns=["in_domain"]) if board["in_domain"].isna().all() else board
+    st.dataframe(shown, hide_index=True, on_select=lambda: _on_row(board), selection_mode="single-row",
+                 key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
+    ui.export_table(shown, f"leaderboard_{ctx.protocol}", "lb", caption=f"mAP3D ({ctx.protocol} protocol)")
+
+with ui.guard("Per-category AP"):
+    if ctx.runs:
+        st.subheader(f"Per-category AP3D on {ctx.dataset}")
+        pc = cache.per_category(ctx.cfg_key, ctx.dataset, ctx.runs, ctx.protocol, ctx.min_score)
+        cat = ui.get("category")
+        fig = bars.category_bars(pc, "AP3D", highlight=cat, height=420)
+        st.caption("Click a bar to select that category and run. Missing bars: no ground truth of that class.")
+        ui.plot(fig, "cat_bars", on_select=_on_bar, export_name=f"per_category_{ctx.dataset}")
+        if cat:
+            run = ui.get("focus_run") if ui.get("focus_run") in ctx.runs else ctx.runs[0]
+            row = pc[(pc["category"] == cat) & (pc["run"] == run)]
+            n_gt = int(row["n_gt"].iloc[0]) if len(row) and "n_gt" in row else None
+            ap = float(row["AP3D"].iloc[0]) if len(row) else np.nan
+            st.markdown(f"**{cat}** · {run}: AP3D {ap:.1f}" + (f" · {n_gt} GT" if n_gt is not None else ""))
+            c1, c2, c3 = st.columns(3)
+            if c1.button(f"All {cat} boxes", key="go_all", icon=":material/view_in_ar:"):
+                _open_scene(cat, run, [])
+                st.switch_page("app_pages/scene.py")
+            if c2.button(f"False positives of {cat}", key="go_fp", icon=":material/error:"):
+                _open_scene(cat, run, ["FP", "mislabelled"])
+                st.switch_page("app_pages/scene.py")
+            if c3.button(f"Missed {cat}", key="go_fn", icon=":material/search_off:"):
+                _open_scene(cat, run, ["FN"])
+                st.switch_page("app_pages/scene.py")
+        with st.expander("Per-category table"):
+            st.dataframe(pc, hide_index=True, column_config=ui.fmt_table(pc, percent=AP_COLS + ("AR",)))
+            ui.export_table(pc, f"per_category_{ctx.dataset}", "pc")
+
+with ui.guard("The three-axis breakdown"):
+    tr = cache.transfer(ctx.cfg_key, ctx.protocol, ctx.min_score)
+    st.subheader("Three axes: geometry, semantics, domain")
+    st.caption("Geometry: mean 3D class-agnostic recall; semantics: mean mAP3D; domain: out-of-domain / in-domain "
+               "mAP3D ratio within one environment (needs `trained_on` in the config). Prompt robustness "
+               "(1 − CV over templates) is on the Prompt lab page. No axis predicts another.")
+    axes = {"geometric": "Geometry: recall3D@15", "semantic": "Semantics: mAP3D",
+            "cross_domain_ratio": "Domain: out / in mAP3D"}
+    fig = bars.three_axis_chart(tr["axes"], axes)
+    ui.plot(fig, "three_axis", export_name="three_axis")
+    st.dataframe(tr["axes"], hide_index=True,
+                 column_config=ui.fmt_table(tr["axes"], percent=("semantic", "semantic_in_domain",
+                                                                 "semantic_out_of_domain"),
+                                            fraction=("geometric", "prompt_robustness", "cross_domain_ratio",
+                                                      "recall_cross_domain_ratio")))

@@ -1,0 +1,71 @@
+"""Class splits and domain transfer: how much a reported AP depends on which classes are scored (random class
+subsets with adverse / favourable bounds), and in-domain vs out-of-domain mAP3D and recall."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ov3d_app import cache, ui
+from ov3d_core.viz import bars
+
+ui.page_header("Class splits and domain transfer", "Base/novel protocols report AP on a chosen handful of classes. "
+               "Re-scoring the same predictions on many random class subsets shows how much that choice alone moves "
+               "the number. Domain transfer compares runs on datasets they were and were not trained on, within "
+               "one environment (indoor ↔ indoor, outdoor ↔ outdoor).")
+ctx = ui.need_context()
+
+
+with ui.guard("Class-split sensitivity"):
+    runs = list(ctx.runs)
+    if runs:
+        st.subheader("Sensitivity to the class split")
+        c1, c2, c3 = st.columns([2, 1, 1])
+        ui.ensure_valid("focus_run", runs)
+        c1.selectbox("Run", runs, **ui.bind("focus_run", ":sp"))
+        n_cls = len(cache.dataset_info(ctx.cfg_key, ctx.dataset)["vocabulary"])
+        if int(ui.get("split_k")) > max(n_cls - 1, 1):
+            st.session_state["split_k"] = max(1, min(10, n_cls // 2))
+        c2.number_input("Classes per subset", 1, max(n_cls - 1, 1), step=1, **ui.bind("split_k"))
+        c3.number_input("Subsets", 100, 20000, step=500, **ui.bind("split_n"))
+        run = ui.get("focus_run")
+        res = cache.split_sensitivity(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score,
+                                      int(ui.get("split_k")), int(ui.get("split_n")))
+        s = res["summary"]
+        m = st.columns(4)
+        m[0].metric("Subset mAP3D", f"{s['mean']:.1f} ± {s['std']:.1f}" if s["mean"] == s["mean"] else "n/a")
+        m[1].metric("Adverse bound", f"{s['adverse']:.1f}" if s["adverse"] == s["adverse"] else "n/a",
+                    help="Mean AP of the lowest-AP classes.")
+        m[2].metric("Favourable bound", f"{s['favourable']:.1f}" if s["favourable"] == s["favourable"] else "n/a",
+                    help="Mean AP of the highest-AP classes.")
+        m[3].metric("All classes", f"{s['full']:.1f}" if s["full"] == s["full"] else "n/a")
+        if len(res["subset_means"]):
+            fig = bars.histogram_with_bounds(res["subset_means"], {"adverse": s["adverse"], "all classes": s["full"],
+                                                                   "favourable": s["favourable"]},
+                                             title=f"mAP3D over {s['n_subsets']} random {s['subset_size']}-class "
+                                                   f"subsets · {run}")
+            ui.plot(fig, "split_hist", export_name=f"class_split_{run}")
+            st.caption(f"Adverse classes: {', '.join(s['bottom_classes'])}. "
+                       f"Favourable classes: {', '.join(s['top_classes'])}.")
+        else:
+            st.info(f"Only {s['n_classes']} classes have ground truth here; a {s['subset_size']}-class subset needs "
+                    "more. Lower 'Classes per subset'.")
+
+with ui.guard("Domain transfer"):
+    st.subheader("Domain transfer")
+    tr = cache.transfer(ctx.cfg_key, ctx.protocol, ctx.min_score)
+    if not tr["has_training_info"]:
+        st.info("No run in this benchmark config says which datasets it was trained on (`trained_on:`), so every "
+                "run counts as out-of-domain and no in/out comparison exists. The table lists what was scored.")
+    st.markdown("**mAP3D by run and dataset** (in-domain: the run was trained on the dataset)")
+    table = tr["table"]
+    st.dataframe(table, hide_index=True, column_config=ui.fmt_table(table, percent=("map3d",),
+                                                                     fraction=("recall",)))
+    ui.export_table(table, "domain_transfer", "tr_table", caption="In- and out-of-domain mAP3D")
+    if len(tr["per_run"]):
+        st.markdown("**Per run and environment**: mean out-of-domain / mean in-domain")
+        st.dataframe(tr["per_run"], hide_index=True, column_config=ui.fmt_table(
+            tr["per_run"], percent=("map3d_in", "map3d_out"),
+            fraction=("map3d_ratio", "recall_in", "recall_out", "recall_ratio")))
+    if len(tr["pairs"]):
+        st.markdown("**Per dataset**: each in-domain run against each out-of-domain run of the same environment")
+        st.dataframe(tr["pairs"], hide_index=True)

@@ -1,0 +1,466 @@
+"""Every ``st.cache_resource`` / ``st.cache_data`` of the app, keyed on hashable ids.
+
+- ``cache_resource``: the ``Benchmark`` (one per config file and modification time), encoders and live remappers.
+- ``cache_data``: result tables (scores, leaderboards, confusion matrices, point clouds, thumbnails), keyed on
+  ``(cfg_key, dataset, run, protocol, min_score, iou, ...)``. ``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an
+  edited config is re-read.
+
+Pages call these functions and render what they return; nothing here draws. Heavy modules (open3d, torch,
+transformers) are imported inside the functions that need them. A core module that is not built yet raises
+``CoreMissing``, which pages turn into an ``st.info``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ov3d_core.errors import InputError
+
+REPO = Path(__file__).resolve().parents[1]
+#: Environment variable naming the folder of the demo benchmark (tests point it at a tiny demo).
+DEMO_ENV = "OV3D_DEMO_DIR"
+#: Environment variable with a Hugging Face checkpoint for the prompt lab (else the demo proxy encoder).
+ENCODER_ENV = "OV3D_ENCODER"
+
+LEADERBOARD_METRICS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F", "recall3D@15")
+
+
+class CoreMissing(RuntimeError):
+    """A core module (or function) a view needs is not built yet; the message says which and what will come."""
+
+
+def require(module: str, what: str, attr: str | None = None):
+    """Import ``module`` (and return ``attr`` from it), or raise ``CoreMissing`` naming ``what``."""
+    try:
+        if importlib.util.find_spec(module) is None:
+            raise CoreMissing(what)
+    except ModuleNotFoundError:
+        raise CoreMissing(what) from None
+    mod = importlib.import_module(module)
+    if attr is None:
+        return mod
+    if not hasattr(mod, attr):
+        raise CoreMissing(what)
+    return getattr(mod, attr)
+
+
+# ================================================================================================ data source
+_demo_lock = threading.Lock()
+_demo_done: dict[str, str] = {}
+
+
+def demo_dir() -> Path:
+    """Where the demo benchmark lives: ``$OV3D_DEMO_DIR`` or ``data/demo`` in the repository."""
+    env = os.environ.get(DEMO_ENV)
+    return Path(env).expanduser().resolve() if env else REPO / "data" / "demo"
+
+
+def demo_ready() -> str | None:
+    """The demo's ``benchmark.yaml`` if it was already ensured by this process (no disk work), else None."""
+    return _demo_done.get(str(demo_dir()))
+
+
+def ensure_demo_config(progress: Callable | None = None) -> str:
+    """Build the demo if needed (``ov3d_core.demo.ensure_demo``; once per process) and return its config path."""
+    out = demo_dir()
+    key = str(out)
+    with _demo_lock:
+        if key in _demo_done:
+            return _demo_done[key]
+        ensure_demo = require("ov3d_core.demo", "the demo generator (ov3d_core.demo.ensure_demo)", "ensure_demo")
+        folder = Path(ensure_demo(out, progress=progress))
+        cfg = folder / "benchmark.yaml"
+        if not cfg.is_file():
+            raise InputError(str(cfg), None, None, "the demo's benchmark.yaml", "no such file")
+        _demo_done[key] = str(cfg)
+        return _demo_done[key]
+
+
+def config_key(path: str | Path) -> str:
+    """``"<resolved path>::<mtime_ns>"`` of a benchmark config (InputError when it does not exist)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(str(p), None, None, "an existing benchmark config file (YAML)", "no such file")
+    p = p.resolve()
+    return f"{p}::{p.stat().st_mtime_ns}"
+
+
+def _path_of(cfg_key: str) -> str:
+    return cfg_key.rsplit("::", 1)[0]
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def benchmark(cfg_key: str):
+    """The ``Benchmark`` of a config (shared by all sessions; it is thread-safe and lazily loads its parts)."""
+    from ov3d_core.benchmark import Benchmark
+
+    return Benchmark.from_yaml(_path_of(cfg_key))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def catalog(cfg_key: str) -> dict:
+    """Names only (no file is read beyond the config): datasets, runs per dataset, run descriptions."""
+    b = benchmark(cfg_key)
+    return {"name": b.config.name, "datasets": b.dataset_names,
+            "runs": {d: b.run_names(d) for d in b.dataset_names},
+            "descriptions": {f"{r.name}@{r.dataset}": r.description for r in b.config.runs.values()}}
+
+
+# ================================================================================================ datasets
+@st.cache_data(show_spinner=False, max_entries=32)
+def dataset_info(cfg_key: str, dataset: str) -> dict:
+    """Vocabulary, image table (id, width, height, file_path), environment and GT count of a dataset."""
+    ds = benchmark(cfg_key).dataset(dataset)
+    return {"vocabulary": list(ds.vocabulary), "images": ds.images[["image_id", "width", "height"]].copy(),
+            "environment": ds.environment, "n_gt": int(len(ds.gt)), "n_images": int(len(ds.images))}
+
+
+def _score(b, run: str, dataset: str, protocol: str, min_score: float, iou: float, view=None):
+    fn = getattr(b, "score", None)
+    if fn is None:
+        raise CoreMissing("scoring (Benchmark.score, ov3d_core/eval/scoring.py)")
+    try:
+        return fn(run, dataset, protocol=protocol, min_score=min_score, view=view, iou=iou)
+    except TypeError as exc:  # a score() without the iou keyword: statuses at its default IoU
+        if "iou" not in str(exc):
+            raise
+        return fn(run, dataset, protocol=protocol, min_score=min_score, view=view)
+
+
+def _plain_score(rs) -> dict:
+    return {"summary": {k: float(v) for k, v in dict(rs.summary).items()},
+            "per_category": pd.DataFrame(rs.per_category).copy(),
+            "pred_status": pd.DataFrame(rs.pred_status).copy(),
+            "gt_status": pd.DataFrame(rs.gt_status).copy()}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def score(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, iou: float = 0.25) -> dict:
+    """``Benchmark.score`` as plain tables: summary dict, per_category, pred_status, gt_status."""
+    return _plain_score(_score(benchmark(cfg_key), run, dataset, protocol, float(min_score), float(iou)))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def leaderboard(cfg_key: str, protocol: str, min_score: float, datasets: tuple[str, ...] | None = None
+                ) -> pd.DataFrame:
+    """One row per (dataset, run): the summary metrics (AP in percent, recall as a fraction)."""
+    b = benchmark(cfg_key)
+    rows = []
+    for ds in datasets or tuple(b.dataset_names):
+        for run in b.run_names(ds):
+            s = score(cfg_key, ds, run, protocol, min_score)["summary"]
+            spec = b.run_spec(run, ds)
+            rows.append({"dataset": ds, "run": run, **{m: s.get(m, np.nan) for m in LEADERBOARD_METRICS},
+                         "in_domain": spec.in_domain if spec.trained_on else None})
+    cols = ["dataset", "run", *LEADERBOARD_METRICS, "in_domain"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def per_category(cfg_key: str, dataset: str, runs: tuple[str, ...], protocol: str, min_score: float
+                 ) -> pd.DataFrame:
+    """Per-category AP3D of several runs, long format: run, category, AP3D, n_gt, n_pred."""
+    parts = []
+    for run in runs:
+        pc = score(cfg_key, dataset, run, protocol, min_score)["per_category"].copy()
+        pc.insert(0, "run", run)
+        parts.append(pc)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "category", "AP3D"])
+
+
+# ================================================================================================ boxes
+def _status_frame(df: pd.DataFrame, n: int, default: str) -> pd.DataFrame:
+    """Normalise a status table to one row per box with ``status``, ``matched`` (int, -1), ``iou``."""
+    out = pd.DataFrame(index=np.arange(n))
+    out["status"] = df["status"].astype(object).to_numpy() if "status" in df else default
+    for src in ("matched_gt", "matched_pred", "matched", "gt", "pred"):
+        if src in df:
+            out["matched"] = pd.to_numeric(df[src], errors="coerce").fillna(-1).astype(np.int64).to_numpy()
+            break
+    else:
+        out["matched"] = -1
+    out["iou"] = pd.to_numeric(df["iou"], errors="coerce").to_numpy(np.float64) if "iou" in df else np.nan
+    return out
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def boxes(cfg_key: str, dataset: str, runs: tuple[str, ...], protocol: str, min_score: float, iou: float
+          ) -> pd.DataFrame:
+    """The box table (``ov3d_app.selection.box_table``) of a dataset and runs under a protocol and threshold."""
+    from ov3d_app.selection import box_table
+
+    b = benchmark(cfg_key)
+    ds = b.dataset(dataset)
+    first = None
+    preds = {}
+    for run in runs:
+        sc = score(cfg_key, dataset, run, protocol, min_score, iou)
+        first = first or sc
+        pred = b.run(run, dataset).pred
+        st_ = _status_frame(sc["pred_status"], len(pred), "not evaluated")
+        preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": pred.category, "score": pred.score,
+                                   "status": st_["status"], "matched": st_["matched"], "iou": st_["iou"]})
+    if first is not None:
+        gst = _status_frame(first["gt_status"], len(ds.gt), "FN")["status"]
+    else:
+        gst = np.where(ds.gt.ignore, "ignored", "GT")
+    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": ds.gt.category, "status": gst})
+    return box_table(gt, preds)
+
+
+def corners_of(cfg_key: str, dataset: str, kind: str, run: str, rows: np.ndarray) -> np.ndarray:
+    """``(len(rows), 8, 3)`` corners of GT rows (``kind="gt"``) or of a run's prediction rows."""
+    b = benchmark(cfg_key)
+    rows = np.asarray(rows, np.int64)
+    if kind == "gt":
+        return b.dataset(dataset).gt.corners[rows]
+    return b.run(run, dataset).pred.corners[rows]
+
+
+def image_meta(cfg_key: str, dataset: str, image_id: int) -> dict:
+    """K, width, height and path of one image."""
+    b = benchmark(cfg_key)
+    ds = b.dataset(dataset)
+    row = int(ds.image_index(np.array([image_id]))[0])
+    if row < 0:
+        raise InputError(str(b.config.path), f"dataset {dataset}", "image_id", "an image of the dataset", image_id)
+    rec = ds.images.iloc[row]
+    path = b.image_path(dataset, image_id)
+    return {"K": ds.K[row], "width": int(rec["width"]), "height": int(rec["height"]),
+            "path": str(path) if path is not None and Path(path).exists() else None}
+
+
+# ================================================================================================ 3D
+@st.cache_data(show_spinner=False, max_entries=32)
+def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
+                ) -> tuple[np.ndarray, np.ndarray | None, str] | None:
+    """Camera-frame points (float32) and colours of an image from its point-cloud file, else from its depth map
+    back-projected through K (coloured by the image); voxel-downsampled to ``budget``. None when neither exists."""
+    from ov3d_core.io.pointcloud import depth_to_points, load_point_cloud, voxel_downsample
+
+    b = benchmark(cfg_key)
+    p = b.asset_path(dataset, "points", image_id)
+    if p is not None:
+        pts, cols = load_point_cloud(p)
+        src = f"point cloud {Path(p).name}"
+    else:
+        d = b.asset_path(dataset, "depth", image_id)
+        if d is None:
+            return None
+        depth = _read_depth(d)
+        meta = image_meta(cfg_key, dataset, image_id)
+        img = None
+        if meta["path"]:
+            from PIL import Image
+
+            im = Image.open(meta["path"]).convert("RGB")
+            if im.size == (depth.shape[1], depth.shape[0]):
+                img = np.asarray(im)
+        out = depth_to_points(depth, meta["K"], colors=img)
+        pts, cols = out if isinstance(out, tuple) else (out, None)
+        src = f"depth map {Path(d).name}"
+    pts, cols = voxel_downsample(pts, cols, budget=budget)
+    return pts.astype(np.float32), (None if cols is None else cols.astype(np.float32)), src
+
+
+def _read_depth(path) -> np.ndarray:
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".npz":
+        with np.load(p) as z:
+            key = "depth" if "depth" in z.files else z.files[0]
+            return np.asarray(z[key], np.float64)
+    if suffix == ".npy":
+        return np.asarray(np.load(p), np.float64)
+    if suffix in (".png", ".tif", ".tiff"):
+        from PIL import Image
+
+        arr = np.asarray(Image.open(p))
+        return arr.astype(np.float64) / (1000.0 if arr.dtype.kind in "ui" else 1.0)  # 16-bit PNG: millimetres
+    raise InputError(str(p), None, None, "a depth map (.npz, .npy, or 16-bit .png in millimetres)", suffix)
+
+
+# ================================================================================================ thumbnails
+@st.cache_data(show_spinner=False, max_entries=2048)
+def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160, pad: float = 0.15) -> bytes:
+    """A PNG crop of ``box`` (x1, y1, x2, y2 pixels, padded by ``pad`` of its size) from an image file."""
+    from PIL import Image, ImageDraw
+
+    im = Image.open(path).convert("RGB")
+    x1, y1, x2, y2 = box
+    w, h = max(x2 - x1, 1.0), max(y2 - y1, 1.0)
+    cx1, cy1 = max(0.0, x1 - pad * w), max(0.0, y1 - pad * h)
+    cx2, cy2 = min(im.width, x2 + pad * w), min(im.height, y2 + pad * h)
+    if cx2 - cx1 < 2 or cy2 - cy1 < 2:
+        cx1, cy1, cx2, cy2 = 0, 0, im.width, im.height
+    crop = im.crop((int(cx1), int(cy1), int(np.ceil(cx2)), int(np.ceil(cy2))))
+    draw = ImageDraw.Draw(crop)
+    draw.rectangle([x1 - int(cx1), y1 - int(cy1), x2 - int(cx1), y2 - int(cy1)], outline=(255, 200, 0), width=2)
+    crop.thumbnail((size, size))
+    buf = io.BytesIO()
+    crop.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+# ================================================================================================ diagnostics
+def _label_view(b, dataset: str, run: str, protocol: str, min_score: float):
+    """The label view of a run under a protocol and score threshold (the view ``Benchmark.score`` evaluates)."""
+    view_fn = getattr(b, "view", None) or getattr(b, "label_view", None)
+    if view_fn is not None:
+        return view_fn(run, dataset, protocol=protocol, min_score=min_score)
+    labels = require("ov3d_core.eval.labels", "label views (ov3d_core.eval.labels)")
+    protocols = require("ov3d_core.eval.protocols", "the target-aware protocol (ov3d_core.eval.protocols)")
+    ds, pred = b.dataset(dataset), b.run(run, dataset).pred
+    keep = pred.score >= float(min_score)
+    if "in_vocab" in pred.data:
+        keep &= np.asarray(pred.data["in_vocab"], bool)
+    view = labels.label_view_from_names(pred.category, pred.score, ds.vocabulary, keep=keep)
+    if protocol == "target-aware":
+        view = protocols.target_aware_view(view, pred.image_id, ds.gt.image_id,
+                                           labels.gt_codes(ds.gt.category, ds.vocabulary), ds.gt.ignore)
+    return view
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def confusion(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, level: str = "fine",
+              iou: float = 0.5):
+    """The confusion matrix (``eval.confusion.ConfusionMatrix``) of a run, fine or super-category level, plus the
+    super-category summary numbers (dict) for ``level="super"``."""
+    conf = require("ov3d_core.eval.confusion", "confusion matrices (ov3d_core.eval.confusion)")
+    labels = require("ov3d_core.eval.labels", "label views (ov3d_core.eval.labels)")
+    b = benchmark(cfg_key)
+    ds = b.dataset(dataset)
+    view = _label_view(b, dataset, run, protocol, min_score)
+    cm = conf.confusion_matrix(b.pairs(run, dataset), view, labels.gt_codes(ds.gt.category, view.vocabulary),
+                               ds.gt.ignore, ds.gt.image_id, iou_threshold=iou)
+    if level == "super":
+        sup = conf.super_category_confusion(cm)
+        return sup.matrix, {"cross_super_share_of_confusions": sup.cross_super_share_of_confusions,
+                            "mean_off_diagonal": sup.mean_off_diagonal}
+    return cm, {}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def protocol_comparison(cfg_key: str, dataset: str, run: str, min_score: float) -> dict:
+    """Dataset-level vs target-aware on one run: per-class table, summary, removed predictions."""
+    protocols = require("ov3d_core.eval.protocols", "the protocol comparison (ov3d_core.eval.protocols)")
+    b = benchmark(cfg_key)
+    ds, r = b.dataset(dataset), b.run(run, dataset)
+    view = _label_view(b, dataset, run, "dataset-level", min_score)
+    cmp_ = protocols.compare_protocols_boxes(ds.gt, r.pred, b.pairs(run, dataset), view, proximity=ds.proximity,
+                                             keep_results=False)
+    return {"per_class": cmp_.to_frame(), "summary": cmp_.summary(), "removed": cmp_.removed.copy()}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, k: int, n: int,
+                      seed: int = 0) -> dict:
+    """Class-split sensitivity of one run: summary dict and the subset means."""
+    splits = require("ov3d_core.eval.splits", "class-split sensitivity (ov3d_core.eval.splits)")
+    pc = score(cfg_key, dataset, run, protocol, min_score)["per_category"]
+    s = splits.class_split_sensitivity(pd.Series(pc["AP3D"].to_numpy(np.float64), index=pc["category"]),
+                                       subset_size=int(k), n_subsets=int(n), seed=seed)
+    return {"summary": s.to_dict(), "subset_means": np.asarray(s.subset_means).copy()}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def transfer(cfg_key: str, protocol: str, min_score: float) -> dict:
+    """Domain-transfer tables over every (run, dataset) of the benchmark."""
+    tr = require("ov3d_core.eval.transfer", "domain transfer (ov3d_core.eval.transfer)")
+    b = benchmark(cfg_key)
+    board = leaderboard(cfg_key, protocol, min_score)
+    results = pd.DataFrame({"run": board["run"], "dataset": board["dataset"], "map3d": board["AP3D"],
+                            "recall": board["recall3D@15"]})
+    trained = {}
+    for spec in b.config.runs.values():
+        trained.setdefault(spec.name, set()).update(spec.trained_on)
+    envs = {name: spec.environment for name, spec in b.config.datasets.items()}
+    t = tr.domain_transfer(results, {k: sorted(v) for k, v in trained.items()}, envs)
+    axes = tr.three_axis_breakdown(t)
+    return {"table": t.table, "per_run": t.per_run, "pairs": t.pairs, "axes": axes.table,
+            "has_training_info": any(trained.values())}
+
+
+# ================================================================================================ prompt lab
+def encoder_spec() -> str:
+    """``hf:<checkpoint>`` when ``$OV3D_ENCODER`` is set, else the demo proxy."""
+    env = os.environ.get(ENCODER_ENV, "").strip()
+    return env if env.startswith("hf:") else (f"hf:{env}" if env else "proxy")
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def encoder(spec: str):
+    """The remapping encoder (shared; loads torch/transformers on first use)."""
+    make = require("ov3d_core.remap.encoders", "remapping encoders (ov3d_core.remap)", "make_encoder")
+    return make(spec)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def remapper(cfg_key: str, dataset: str, run: str, spec: str):
+    """A ``LiveRemapper`` over the run's cached crop embeddings (computed on first use, then on disk)."""
+    pipeline = require("ov3d_core.remap.pipeline", "the remapping pipeline (ov3d_core.remap)")
+    cache = require("ov3d_core.remap.cache", "the embedding store (ov3d_core.remap)")
+    templates = require("ov3d_core.remap.templates", "prompt templates (ov3d_core.remap)")
+    b = benchmark(cfg_key)
+    ds, r = b.dataset(dataset), b.run(run, dataset)
+    enc = encoder(spec)
+    store = cache.EmbeddingStore(b.config.cache_dir / "embeddings")
+    emb = pipeline.embed_run(store, ds, r, enc, crops_json=b.run_spec(run, dataset).crops, progress=False)
+    text_cache = cache.TextEmbeddingCache(b.config.cache_dir / "text")
+    return pipeline.LiveRemapper(emb, r.pred.record, r.pred.score, enc, ds.vocabulary, text_cache=text_cache,
+                                 templates=templates.load_templates())
+
+
+def remappable_runs(cfg_key: str, dataset: str, spec: str) -> list[str]:
+    """Runs that the prompt lab can remap: with crops (any encoder) or any run (pixel encoders)."""
+    b = benchmark(cfg_key)
+    runs = b.run_names(dataset)
+    if spec == "proxy":
+        return [r for r in runs if b.run_spec(r, dataset).crops is not None]
+    return runs
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def template_score(cfg_key: str, dataset: str, run: str, spec: str, template: str, theta: float, protocol: str
+                   ) -> dict:
+    """Remap a run under one template spec and threshold, then score it: summary, per-category, top-1 labels."""
+    rm = remapper(cfg_key, dataset, run, spec)
+    view = rm.label_view(template, float(theta))
+    b = benchmark(cfg_key)
+    rs = _score(b, run, dataset, protocol, 0.0, 0.25, view=view)
+    res = rm.result(template, float(theta))
+    return {"summary": {k: float(v) for k, v in dict(rs.summary).items()},
+            "per_category": pd.DataFrame(rs.per_category).copy(), "label": np.asarray(res.label).copy(),
+            "n_kept": int(np.asarray(res.keep).sum())}
+
+
+# ================================================================================================ error breakdown
+@st.cache_data(show_spinner=False, max_entries=64)
+def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, mode: str = "3dmood"
+                    ) -> dict:
+    """Centre-distance AP and TP errors (3D-MOOD / WildDet3D ODS, or the nuScenes-style variant) of a run."""
+    dist = require("ov3d_core.eval.distance", "centre-distance metrics (ov3d_core.eval.distance)")
+    b = benchmark(cfg_key)
+    ds, r = b.dataset(dataset), b.run(run, dataset)
+    view = _label_view(b, dataset, run, protocol, min_score)
+    res = dist.evaluate_distance_view(ds.gt, r.pred, view, mode=mode)
+    out = {"summary": {k: float(v) for k, v in res.summary().items()}}
+    for name in ("per_category", "per_threshold"):
+        fn = getattr(res, name, None)
+        out[name] = fn() if callable(fn) else None
+    return out
+
+
+def error_bins_available() -> bool:
+    """Whether the TIDE-style 3D error attribution (``ov3d_core.eval.errors``) exists yet."""
+    return importlib.util.find_spec("ov3d_core.eval.errors") is not None

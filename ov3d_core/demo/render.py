@@ -1,0 +1,355 @@
+"""Rendering of demo scenes with ``open3d.t.geometry.RaycastingScene`` on the CPU.
+
+One ray per pixel through the pixel centre (integer pixel coordinates, the convention of
+``ov3d_core.geometry.boxes.project_points``) gives per-pixel depth (camera z), the instance (object index), the
+background part and the surface normal. The RGB image is shaded from these: per-part base colours with per-instance
+variation, procedural floor/wall/road/facade textures evaluated at the hit points, Lambert + ambient lighting, a
+specular term for glossy parts, and mild noise.
+
+Visibility of an object is ``visible pixels / pixels of the object rendered alone``; the "alone" render casts only
+the rays inside the object's projected box against a scene holding only that object (subsampled for big boxes).
+
+Point clouds: indoor scenes back-project the depth map on a regular pixel grid (an RGB-D camera); outdoor scenes
+cast a 32-beam LiDAR scan from a sensor just above and behind the camera. Points are stored in the camera frame, so
+they overlay the boxes directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ov3d_core.demo import scenes as S
+from ov3d_core.demo.shapes import EMISSIVE, GLASS, GLOSSY
+
+INDOOR_POINT_STRIDE = 10  # depth-map back-projection grid (pixels)
+LIDAR_BEAMS = 32
+LIDAR_ELEVATION_DEG = (-24.8, 2.0)
+LIDAR_AZIMUTH_STEP_DEG = 0.5
+LIDAR_RANGE = 90.0
+LIDAR_OFFSET_WORLD = (0.0, -0.08, -0.27)  # sensor position relative to the camera (world axes, y down)
+
+
+@dataclass(eq=False)
+class Render:
+    """Per-pixel buffers of one rendered scene (H x W) and derived per-object statistics.
+
+    depth: float32 camera z in metres (0 where nothing was hit); instance: int32 object index (-1: background);
+    bg: int16 background part index (-1: object or nothing); rgb: uint8 (H, W, 3);
+    visible_px / alone_px / visibility: per object (len(scene.objects)), estimated inside the projected box;
+    points: (N, 3) float32 camera-frame point cloud; point_obj: (N,) int32 object index per point (-1 none).
+    """
+
+    depth: np.ndarray
+    instance: np.ndarray
+    bg: np.ndarray
+    rgb: np.ndarray
+    visible_px: np.ndarray
+    alone_px: np.ndarray
+    visibility: np.ndarray
+    points: np.ndarray
+    point_obj: np.ndarray
+
+
+@lru_cache(maxsize=8)
+def _pixel_dirs(width: int, height: int, fx: float, fy: float, cx: float, cy: float) -> np.ndarray:
+    u, v = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
+    d = np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)], -1).reshape(-1, 3)
+    d.flags.writeable = False
+    return d
+
+
+def _mesh_arrays(scene: S.Scene):
+    """Camera-frame triangle arrays: background boxes first, then one geometry per object."""
+    from ov3d_core.demo.shapes import _template
+
+    bv, bt = _template("box")
+    geoms = []
+    for b in scene.background:
+        lo, hi = np.asarray(b.lo, float), np.asarray(b.hi, float)
+        geoms.append((scene.layout_to_camera(bv * (hi - lo) + (lo + hi) / 2), bt))
+    for o in scene.objects:
+        c, R = scene.object_pose(o)
+        geoms.append((o.shape.verts @ R.T + c, o.shape.tris))
+    return geoms
+
+
+def build_raycasting_scene(geoms):
+    import open3d as o3d
+
+    rs = o3d.t.geometry.RaycastingScene()
+    for v, t in geoms:
+        rs.add_triangles(o3d.core.Tensor(np.ascontiguousarray(v, np.float32)),
+                         o3d.core.Tensor(np.ascontiguousarray(t, np.uint32)))
+    return rs
+
+
+def _cast(rs, origins: np.ndarray, dirs: np.ndarray):
+    import open3d as o3d
+
+    rays = np.concatenate([np.broadcast_to(origins, dirs.shape), dirs], 1).astype(np.float32)
+    out = rs.cast_rays(o3d.core.Tensor(rays))
+    return (out["t_hit"].numpy(), out["geometry_ids"].numpy().astype(np.int64),
+            out["primitive_ids"].numpy().astype(np.int64), out["primitive_normals"].numpy())
+
+
+def _hash(*ints: np.ndarray) -> np.ndarray:
+    """Deterministic per-cell pseudo-random numbers in [0, 1) from integer cell indices."""
+    h = np.zeros(np.shape(ints[0]), np.uint64)
+    for k, a in enumerate(ints):
+        h ^= (np.asarray(a).astype(np.int64).astype(np.uint64) * np.uint64((73856093, 19349663, 83492791)[k % 3]))
+        h = (h ^ (h >> np.uint64(13))) * np.uint64(0x5BD1E995)
+        h &= np.uint64(0xFFFFFFFF)
+    h ^= h >> np.uint64(15)
+    return (h & np.uint64(0xFFFF)).astype(np.float64) / 65536.0
+
+
+def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, n_layout: np.ndarray) -> np.ndarray:
+    """Base colour of background hits: part indices (n,), layout hit points (n, 3) (x, height, z),
+    layout-frame normals (n, 3)."""
+    mats = np.array([b.material for b in scene.background])
+    base = np.array([b.rgb for b in scene.background])[part].copy()
+    mat = mats[part]
+    x, h, z = P[:, 0], P[:, 1], P[:, 2]
+    out = base
+    m = mat == S.BG_FLOOR_WOOD
+    if m.any():
+        row = np.floor(z[m] / 0.14)
+        seg = np.floor((x[m] + 0.6 * _hash(row)) / 1.2)
+        tint = 0.88 + 0.2 * _hash(row, seg)
+        grain = 1.0 + 0.025 * np.sin(x[m] * 37.0 + 6.0 * _hash(row))
+        seam = (np.mod(z[m], 0.14) < 0.006) | (np.mod(x[m] + 0.6 * _hash(row), 1.2) < 0.006)
+        out[m] *= (tint * grain * np.where(seam, 0.7, 1.0))[:, None]
+    m = mat == S.BG_FLOOR_TILE
+    if m.any():
+        size = 0.45
+        ix, iz = np.floor(x[m] / size), np.floor(z[m] / size)
+        grout = (np.mod(x[m], size) < 0.012) | (np.mod(z[m], size) < 0.012)
+        tint = 0.95 + 0.08 * _hash(ix, iz)
+        out[m] = np.where(grout[:, None], 0.55, out[m] * tint[:, None])
+    m = mat == S.BG_CARPET
+    if m.any():
+        out[m] *= (0.95 + 0.06 * _hash(np.floor(x[m] / 0.25), np.floor(z[m] / 0.25)))[:, None]
+    m = mat == S.BG_WALL
+    if m.any():
+        shade = 1.0 - 0.04 * np.clip(h[m] / 3.0, 0, 1)
+        skirting = h[m] < 0.08
+        out[m] = np.where(skirting[:, None], np.array([0.92, 0.92, 0.9]), out[m] * shade[:, None])
+    m = mat == S.BG_ROAD
+    if m.any():
+        r = scene.road
+        xm, zm = x[m], z[m]
+        col = out[m] * (0.94 + 0.1 * _hash(np.floor(xm / 0.4), np.floor(zm / 0.4)))[:, None]
+        lw, white = 0.13, np.array([0.88, 0.88, 0.86])
+        yellow = np.array([0.85, 0.68, 0.15])
+        dash = np.mod(zm, 9.0) < 3.0
+        for k in list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]:
+            line = (np.abs(xm - k * r["lane_w"]) < lw / 2) & dash
+            col[line] = white
+        if r["av"]:
+            centre = (np.abs(np.abs(xm) - 0.12) < 0.06)
+            col[centre] = yellow
+        else:
+            col[(np.abs(xm) < lw / 2) & dash] = white
+        for edge in (r["n_right"] * r["lane_w"], -r["n_left"] * r["lane_w"]):
+            col[np.abs(xm - edge) < lw / 2] = white
+        if r["crossing"] is not None:
+            z0, z1 = r["crossing"]
+            zebra = (zm > z0) & (zm < z1) & (np.mod(xm, 1.0) < 0.5)
+            col[zebra] = white
+        if r["tram"]:
+            for off in (-0.72, 0.72):
+                col[np.abs(xm - r["tram_x"] - off) < 0.04] = np.array([0.62, 0.62, 0.64])
+        out[m] = col
+    m = mat == S.BG_SIDEWALK
+    if m.any():
+        size = 0.6
+        grout = (np.mod(x[m], size) < 0.015) | (np.mod(z[m], size) < 0.015)
+        tint = 0.93 + 0.1 * _hash(np.floor(x[m] / size), np.floor(z[m] / size))
+        out[m] = np.where(grout[:, None], out[m] * 0.72, out[m] * tint[:, None])
+    m = mat == S.BG_FACADE
+    if m.any():
+        side = np.abs(n_layout[m, 0]) > np.abs(n_layout[m, 2])
+        u = np.where(side, z[m], x[m])
+        hh = h[m]
+        ground = hh < 3.2
+        col_w = np.mod(u, 2.4)
+        win = np.where(ground, (np.mod(u, 4.0) < 3.0) & (hh > 0.5) & (hh < 2.8),
+                       (col_w > 0.6) & (col_w < 1.8) & (np.mod(hh - 3.2, 3.1) > 0.9) & (np.mod(hh - 3.2, 3.1) < 2.6))
+        glass = np.array([0.16, 0.2, 0.26]) * (0.8 + 0.5 * _hash(np.floor(u / 2.4), np.floor(hh / 3.1)))[:, None]
+        out[m] = np.where(win[:, None], glass, out[m])
+    return out
+
+
+def _sky(v: np.ndarray, height: int) -> np.ndarray:
+    t = np.clip(v / max(height, 1), 0, 1)[:, None]
+    return (1 - t) * np.array([0.50, 0.68, 0.90]) + t * np.array([0.85, 0.90, 0.95])
+
+
+def render(scene: S.Scene, *, points: bool = True, rgb: bool = True) -> Render:
+    spec = scene.spec
+    W, H = spec.width, spec.height
+    K = scene.K
+    dirs = _pixel_dirs(W, H, K[0, 0], K[1, 1], K[0, 2], K[1, 2])
+    geoms = _mesh_arrays(scene)
+    rs = build_raycasting_scene(geoms)
+    t_hit, gid, prim, normals = _cast(rs, np.zeros(3), dirs)
+    n_bg = len(scene.background)
+    hit = np.isfinite(t_hit)
+    gid = np.where(hit, gid, -1)
+    depth = np.where(hit, t_hit, 0.0).astype(np.float32)
+    inst = np.where(hit & (gid >= n_bg), gid - n_bg, -1).astype(np.int32)
+    bgi = np.where(hit & (gid >= 0) & (gid < n_bg), gid, -1).astype(np.int16)
+
+    image = None
+    if rgb:
+        image = _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals)
+
+    n_obj = len(scene.objects)
+    visible = np.bincount(inst[inst >= 0], minlength=n_obj).astype(np.int64)
+    alone = np.zeros(n_obj, np.int64)
+    vis_s = np.zeros(n_obj, np.int64)
+    inst2 = inst.reshape(H, W)
+    from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
+
+    for i in range(n_obj):
+        if scene.objects[i].category is None:
+            continue
+        o = scene.objects[i]
+        c, R = scene.object_pose(o)
+        corners = corners_from_pose(c, o.shape.dims, R)
+        _, trunc = projected_box2d(corners, K, W, H)
+        if trunc[0, 0] < 0:
+            continue
+        x0, y0 = int(np.floor(trunc[0, 0])), int(np.floor(trunc[0, 1]))
+        x1, y1 = int(np.ceil(trunc[0, 2])), int(np.ceil(trunc[0, 3]))
+        area = (x1 - x0 + 1) * (y1 - y0 + 1)
+        stride = max(1, int(np.ceil(np.sqrt(area / 6000.0))))
+        ys, xs = np.mgrid[y0:y1 + 1:stride, x0:x1 + 1:stride]
+        ys, xs = ys.ravel(), xs.ravel()
+        single = build_raycasting_scene([geoms[n_bg + i]])
+        th, _, _, _ = _cast(single, np.zeros(3), dirs[ys * W + xs])
+        a = np.isfinite(th)
+        alone[i] = int(a.sum())
+        vis_s[i] = int((a & (inst2[ys, xs] == i)).sum())
+    visibility = np.where(alone > 0, vis_s / np.maximum(alone, 1), 0.0)
+
+    pts = np.zeros((0, 3), np.float32)
+    pobj = np.zeros(0, np.int32)
+    if points:
+        if spec.environment == "indoor":
+            st = INDOOR_POINT_STRIDE
+            ys, xs = np.mgrid[st // 2:H:st, st // 2:W:st]
+            idx = (ys * W + xs).ravel()
+            ok = hit[idx]
+            idx = idx[ok]
+            pts = (dirs[idx] * t_hit[idx, None]).astype(np.float32)
+            pobj = inst[idx]
+        else:
+            pts, pobj = lidar_scan(scene, rs, n_bg)
+    return Render(depth=depth.reshape(H, W), instance=inst2, bg=bgi.reshape(H, W), rgb=image,
+                  visible_px=visible, alone_px=alone, visibility=visibility, points=pts, point_obj=pobj)
+
+
+def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
+    spec = scene.spec
+    W, H = spec.width, spec.height
+    n = normals.astype(np.float64)
+    dn = np.einsum("ij,ij->i", n, dirs)
+    n = np.where((dn > 0)[:, None], -n, n)
+    col = np.zeros((H * W, 3))
+    mat = np.zeros(H * W, np.int32)
+    # objects: per-part colours
+    objm = inst >= 0
+    if objm.any():
+        offs = np.cumsum([0] + [len(o.shape.tris) for o in scene.objects])
+        poffs = np.cumsum([0] + [len(o.shape.part_color) for o in scene.objects])
+        tri_part = np.concatenate([o.shape.tri_part + p for o, p in zip(scene.objects, poffs[:-1])])
+        part_col = np.concatenate([o.shape.part_color for o in scene.objects])
+        part_mat = np.concatenate([o.shape.part_material for o in scene.objects])
+        gp = tri_part[offs[inst[objm]] + prim[objm]]
+        col[objm] = part_col[gp]
+        mat[objm] = part_mat[gp]
+    bgm = bgi >= 0
+    if bgm.any():
+        P_cam = dirs[bgm] * t_hit[bgm, None]
+        P = scene.camera_to_layout(P_cam)
+        # normals to layout frame (x, height, z): undo R_cw, then world->layout rotation
+        nw = n[bgm] @ scene.R_cw
+        r, f = scene._axes()
+        n_lay = np.stack([r[0] * nw[:, 0] + f[0] * nw[:, 2], -nw[:, 1], r[1] * nw[:, 0] + f[1] * nw[:, 2]], -1)
+        col[bgm] = _background_colour(scene, bgi[bgm].astype(np.int64), P, n_lay)
+    L = -scene.light_dir_camera()
+    diffuse = np.clip(n @ L, 0, 1)
+    indoor = spec.environment == "indoor"
+    amb, kd = (0.5, 0.6) if indoor else (0.45, 0.75)
+    shade = amb + kd * diffuse
+    if indoor:  # gentle fall-off with distance from the camera (room lights)
+        shade *= np.clip(1.1 - 0.035 * np.where(hit, t_hit, 0), 0.75, 1.1)
+    out = col * shade[:, None]
+    gl = (mat == GLOSSY) | (mat == GLASS)
+    if gl.any():
+        dnorm = dirs[gl] / np.linalg.norm(dirs[gl], axis=1, keepdims=True)
+        refl = dnorm - 2 * np.einsum("ij,ij->i", dnorm, n[gl])[:, None] * n[gl]
+        spec_ = np.clip(refl @ L, 0, 1) ** 24
+        out[gl] += (0.45 if indoor else 0.6) * spec_[:, None]
+        g2 = mat[gl] == GLASS
+        if not indoor:
+            sky_ref = np.clip(-refl[:, 1], 0, 1)[:, None] * np.array([0.25, 0.3, 0.38])
+            out[gl] += np.where(g2[:, None], sky_ref, 0.0)
+    em = mat == EMISSIVE
+    out[em] = col[em] * 1.05
+    miss = ~hit
+    if miss.any():
+        v = np.nonzero(miss)[0] // W
+        out[miss] = _sky(v.astype(float), H)
+    img = out.reshape(H, W, 3)
+    # mild sensor effects: vignetting and a little deterministic noise
+    yy, xx = np.mgrid[0:H, 0:W]
+    r2 = ((xx - W / 2) / (W / 2)) ** 2 + ((yy - H / 2) / (H / 2)) ** 2
+    img *= (1.0 - 0.12 * r2)[..., None]
+    rng = np.random.Generator(np.random.PCG64(scene.image_id))
+    img = img * 255.0 + rng.normal(0, 1.6, (H, W, 1))
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def lidar_scan(scene: S.Scene, rs, n_bg: int) -> tuple[np.ndarray, np.ndarray]:
+    """A multi-beam scan over the camera's horizontal field of view (plus a margin); camera-frame points."""
+    spec = scene.spec
+    half = np.degrees(np.arctan(spec.width / 2 / spec.focal)) + 4.0
+    az = np.deg2rad(np.arange(-half, half + 1e-9, LIDAR_AZIMUTH_STEP_DEG))
+    el = np.deg2rad(np.linspace(*LIDAR_ELEVATION_DEG, LIDAR_BEAMS))
+    A, E = np.meshgrid(az, el)
+    d_world = np.stack([np.cos(E) * np.sin(A), -np.sin(E), np.cos(E) * np.cos(A)], -1).reshape(-1, 3)
+    d_cam = d_world @ scene.R_cw.T
+    origin = scene.R_cw @ np.asarray(LIDAR_OFFSET_WORLD)
+    t, gid, _, _ = _cast(rs, origin, d_cam)
+    ok = np.isfinite(t) & (t < LIDAR_RANGE)
+    pts = (origin + d_cam[ok] * t[ok, None]).astype(np.float32)
+    g = gid[ok]
+    pobj = np.where(g >= n_bg, g - n_bg, -1).astype(np.int32)
+    return pts, pobj
+
+
+# ------------------------------------------------------------------------------------------------ writers
+def save_rgb(path, rgb: np.ndarray, quality: int = 85) -> None:
+    from PIL import Image
+
+    Image.fromarray(rgb).save(path, format="JPEG", quality=quality, optimize=True)
+
+
+def save_depth(path, depth: np.ndarray) -> None:
+    """Depth as a 16-bit PNG in millimetres (0 = no measurement)."""
+    from PIL import Image
+
+    mm = np.clip(np.round(depth * 1000.0), 0, 65535).astype(np.uint16)
+    Image.fromarray(mm).save(path, format="PNG", optimize=False, compress_level=6)
+
+
+def save_points(path, pts: np.ndarray) -> None:
+    import open3d as o3d
+
+    pc = o3d.t.geometry.PointCloud(o3d.core.Tensor(np.ascontiguousarray(pts, np.float32)))
+    o3d.t.io.write_point_cloud(str(path), pc, write_ascii=False, compressed=False)

@@ -1,0 +1,527 @@
+"""Omni3D / COCO average precision over cached sparse pairs.
+
+Stages (each pure):
+
+1. order: detections sorted by (-score, image, tie-break) once (stable), truncated to ``max_dets`` per
+   (image, category), and bucketed by category for accumulation;
+2. match: :func:`ov3d_core.eval.matching.coco_greedy_match` (numba) for all thresholds and ranges;
+3. accumulate: :func:`_accumulate` (numba): cumulative TP/FP, precision envelope, 101-point sampling.
+
+The semantics are those of Omni3D's ``Omni3Deval`` (reference/omni3d_protocol.md §3), with 2D IoU and
+:meth:`APParams.coco_2d` they are pycocotools' ``COCOeval`` for bounding boxes.
+
+Image keys: any 1-D integer (or sortable) array, or an ``(N, 2)`` array of composite keys such as
+(dataset index, image id). Images are visited in ascending key order, which fixes how score ties across images are
+broken. To pool datasets, use :func:`evaluate_ap_pooled`, which evaluates the union as one dataset (Omni3D's
+``summarize_all``) and keeps each dataset's own proximity switch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+from numba import njit
+
+from ov3d_core.eval.matching import (
+    STATE_FP,
+    STATE_TP,
+    coco_greedy_match,
+    pairs_by_pred,
+    stable_bucket,
+    truncate_per_group,
+)
+from ov3d_core.eval.results import APResult, Matches
+
+__all__ = ["APParams", "APInputs", "evaluate_ap", "evaluate_ap_pooled", "evaluate_view", "OMNI3D_3D_SUMMARY",
+           "OMNI3D_2D_SUMMARY", "COCO_SUMMARY"]
+
+#: (key, IoU threshold or None for all, range) of Omni3D's 3D summary.
+OMNI3D_3D_SUMMARY = (("AP3D", None, "all"), ("AP3D@15", 0.15, "all"), ("AP3D@25", 0.25, "all"),
+                     ("AP3D@50", 0.50, "all"), ("AP3D-N", None, "near"), ("AP3D-M", None, "medium"),
+                     ("AP3D-F", None, "far"))
+#: Omni3D's 2D summary (COCO thresholds and area ranges).
+OMNI3D_2D_SUMMARY = (("AP2D", None, "all"), ("AP2D@50", 0.50, "all"), ("AP2D@75", 0.75, "all"),
+                     ("AP2D@95", 0.95, "all"), ("AP2D-S", None, "small"), ("AP2D-M", None, "medium"),
+                     ("AP2D-L", None, "large"))
+#: pycocotools' bbox stats[0:6] (the maxDets=100 ones).
+COCO_SUMMARY = (("AP", None, "all"), ("AP50", 0.50, "all"), ("AP75", 0.75, "all"), ("APs", None, "small"),
+                ("APm", None, "medium"), ("APl", None, "large"))
+
+_OMNI3D_DEPTH_RANGES = {"all": (0.0, 1e5), "near": (0.0, 10.0), "medium": (10.0, 35.0), "far": (35.0, 1e5)}
+_COCO_AREA_RANGES = {"all": (0.0, 1e5 ** 2), "small": (0.0, 32.0 ** 2), "medium": (32.0 ** 2, 96.0 ** 2),
+                     "large": (96.0 ** 2, 1e5 ** 2)}
+
+
+def _ro(a) -> np.ndarray:
+    a = np.array(a, dtype=np.float64).reshape(-1)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class APParams:
+    """AP evaluation parameters (defaults: Omni3D 3D).
+
+    Attributes:
+        iou_thresholds: ``(T,)`` IoU thresholds in (0, 1]; Omni3D 3D: ``np.linspace(0.05, 0.5, 10)``.
+        recall_thresholds: ``(R,)`` ascending recall sampling points; ``np.linspace(0, 1, 101)``.
+        max_dets: detections kept per (image, category) after the score sort (100).
+        ranges: name -> (lo, hi) of the range variable, inclusive at both ends. "all" is the main range.
+        range_variable: "depth" (metres; the box's depth field) or "area" (px^2 of the 2D box). Used by
+            :func:`evaluate_view` to pick the values; :func:`evaluate_ap` takes them as arrays.
+        proximity: Omni3D proximity evaluation (on for SUNRGBD and Objectron).
+        proximity_thresh: a GT is "in proximity" of a detection when their 2D IoU is > this.
+        iou: "3d" or "2d": which pair IoU :func:`evaluate_view` matches on.
+        summary_spec: (key, IoU threshold or None, range) of the numbers :meth:`APResult.summary` reports.
+    """
+
+    iou_thresholds: np.ndarray = field(default_factory=lambda: np.linspace(0.05, 0.5, 10))
+    recall_thresholds: np.ndarray = field(default_factory=lambda: np.linspace(0.0, 1.0, 101))
+    max_dets: int = 100
+    ranges: dict = field(default_factory=lambda: dict(_OMNI3D_DEPTH_RANGES))
+    range_variable: str = "depth"
+    proximity: bool = False
+    proximity_thresh: float = 0.3
+    iou: str = "3d"
+    summary_spec: tuple = OMNI3D_3D_SUMMARY
+
+    def __post_init__(self):
+        thr = _ro(self.iou_thresholds)
+        if thr.size == 0 or not np.all((thr > 0) & (thr <= 1)):
+            raise ValueError(f"APParams.iou_thresholds: expected values in (0, 1], got {thr.tolist()}")
+        rec = _ro(self.recall_thresholds)
+        if rec.size == 0 or not np.all((rec >= 0) & (rec <= 1)) or np.any(np.diff(rec) < 0):
+            raise ValueError(f"APParams.recall_thresholds: expected ascending values in [0, 1], got {rec.tolist()}")
+        if int(self.max_dets) < 1:
+            raise ValueError(f"APParams.max_dets: expected >= 1, got {self.max_dets}")
+        ranges = {str(k): (float(v[0]), float(v[1])) for k, v in dict(self.ranges).items()}
+        if not ranges or any(lo > hi for lo, hi in ranges.values()):
+            raise ValueError(f"APParams.ranges: expected a non-empty dict of name -> (lo, hi), got {self.ranges}")
+        if self.range_variable not in ("depth", "area"):
+            raise ValueError(f"APParams.range_variable: expected 'depth' or 'area', got {self.range_variable!r}")
+        if self.iou not in ("3d", "2d"):
+            raise ValueError(f"APParams.iou: expected '3d' or '2d', got {self.iou!r}")
+        spec = tuple((str(k), None if i is None else float(i), str(r)) for k, i, r in self.summary_spec)
+        for key, i, r in spec:
+            if r not in ranges or (i is not None and not np.isclose(i, thr).any()):
+                raise ValueError(f"APParams.summary_spec: {key!r} needs range {r!r} and IoU {i} among the params")
+        object.__setattr__(self, "iou_thresholds", thr)
+        object.__setattr__(self, "recall_thresholds", rec)
+        object.__setattr__(self, "max_dets", int(self.max_dets))
+        object.__setattr__(self, "ranges", ranges)
+        object.__setattr__(self, "proximity", bool(self.proximity))
+        object.__setattr__(self, "proximity_thresh", float(self.proximity_thresh))
+        object.__setattr__(self, "summary_spec", spec)
+
+    # -------------------------------------------------------------- presets
+    @classmethod
+    def omni3d_3d(cls, proximity: bool = False) -> "APParams":
+        """Omni3D AP3D: IoU 0.05:0.05:0.50, depth ranges all/near/medium/far."""
+        return cls(proximity=proximity)
+
+    @classmethod
+    def omni3d_2d(cls, proximity: bool = False) -> "APParams":
+        """Omni3D AP2D: COCO IoU 0.50:0.05:0.95 and area ranges, 2D IoU."""
+        return cls(iou_thresholds=np.linspace(0.5, 0.95, 10), ranges=dict(_COCO_AREA_RANGES), range_variable="area",
+                   iou="2d", proximity=proximity, summary_spec=OMNI3D_2D_SUMMARY)
+
+    @classmethod
+    def coco_2d(cls) -> "APParams":
+        """pycocotools COCOeval bbox parameters at maxDets=100 (for parity tests)."""
+        return cls(iou_thresholds=np.linspace(0.5, 0.95, 10), ranges=dict(_COCO_AREA_RANGES), range_variable="area",
+                   iou="2d", summary_spec=COCO_SUMMARY)
+
+    def with_(self, **changes) -> "APParams":
+        return replace(self, **changes)
+
+    # -------------------------------------------------------------- identity
+    def to_dict(self) -> dict:
+        return {"iou_thresholds": self.iou_thresholds.tolist(), "recall_thresholds": self.recall_thresholds.tolist(),
+                "max_dets": self.max_dets, "ranges": {k: list(v) for k, v in self.ranges.items()},
+                "range_variable": self.range_variable, "proximity": self.proximity,
+                "proximity_thresh": self.proximity_thresh, "iou": self.iou,
+                "summary_spec": [list(s) for s in self.summary_spec]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "APParams":
+        d = dict(d)
+        if "summary_spec" in d:
+            d["summary_spec"] = tuple(tuple(s) for s in d["summary_spec"])
+        return cls(**d)
+
+    def key(self) -> str:
+        """A canonical string for caching."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, APParams) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    @property
+    def range_names(self) -> tuple[str, ...]:
+        return tuple(self.ranges)
+
+
+@dataclass(frozen=True, eq=False)
+class APInputs:
+    """The arrays of one AP evaluation (one dataset x one label view), as :func:`evaluate_ap` takes them.
+
+    ``proximity`` (None: ``params.proximity``) lets pooled parts keep their own switch.
+    """
+
+    gt_image: np.ndarray
+    gt_label: np.ndarray
+    gt_ignore: np.ndarray
+    gt_range_value: np.ndarray
+    pred_image: np.ndarray
+    pred_label: np.ndarray
+    pred_score: np.ndarray
+    pred_range_value: np.ndarray
+    pair_gt: np.ndarray
+    pair_pred: np.ndarray
+    pair_iou: np.ndarray
+    pair_iou2d: np.ndarray | None = None
+    pred_order: np.ndarray | None = None
+    proximity: bool | None = None
+
+    @classmethod
+    def from_view(cls, gt, pred, pairs, view, params: "APParams | None" = None, *, gt_label=None, gt_ignore=None,
+                  proximity: bool | None = None, pred_order=None) -> "APInputs":
+        """Inputs from a GT ``BoxSet``, a prediction ``BoxSet``, their cached ``Pairs`` and a ``LabelView``.
+
+        ``gt_label`` defaults to the GT category names coded in ``view.vocabulary``; ``gt_ignore`` to ``gt.ignore``.
+        The range values are the boxes' ``depth`` (params.range_variable "depth") or 2D box area ("area"); the pair
+        IoU is ``pairs.iou3d`` or ``pairs.iou2d`` by ``params.iou``.
+        """
+        from ov3d_core.eval.labels import gt_codes
+
+        params = params or APParams()
+        if len(view) != len(pred) or pairs.n_pred != len(pred) or pairs.n_gt != len(gt):
+            raise ValueError(f"evaluate_view: expected matching sizes, got {len(gt)} GT / {len(pred)} predictions, "
+                             f"pairs over {pairs.n_gt} x {pairs.n_pred}, label view of {len(view)}")
+        if params.range_variable == "depth":
+            gv, pv = gt.depth, pred.depth
+        else:
+            gv, pv = gt.box2d_area, pred.box2d_area
+        return cls(gt_image=gt.image_id, gt_label=gt_codes(gt.category, view.vocabulary) if gt_label is None
+                   else gt_label, gt_ignore=gt.ignore if gt_ignore is None else gt_ignore, gt_range_value=gv,
+                   pred_image=pred.image_id, pred_label=view.codes, pred_score=view.score, pred_range_value=pv,
+                   pair_gt=pairs.gt, pair_pred=pairs.pred,
+                   pair_iou=pairs.iou3d if params.iou == "3d" else pairs.iou2d, pair_iou2d=pairs.iou2d,
+                   pred_order=pred_order, proximity=proximity)
+
+    def arrays(self) -> dict:
+        return {k: getattr(self, k) for k in ("gt_image", "gt_label", "gt_ignore", "gt_range_value", "pred_image",
+                                              "pred_label", "pred_score", "pred_range_value", "pair_gt", "pair_pred",
+                                              "pair_iou")}
+
+
+# ---------------------------------------------------------------------------------------------------- accumulate
+@njit(cache=True)
+def _accumulate(state, cat_indptr, npig, rec_thrs):
+    """Per (category, range, threshold): cumulative TP/FP over the score-sorted detections, recall = tp / npig,
+    precision = tp / (tp + fp + eps), envelope from the right, sampled at ``searchsorted(recall, thr, "left")``
+    (0 beyond the last recall). Categories with npig = 0 stay NaN (Omni3D's -1)."""
+    n_ranges, n_thr, n_acc = state.shape
+    n_cat = cat_indptr.shape[0] - 1
+    n_rec = rec_thrs.shape[0]
+    eps = np.spacing(1.0)
+    precision = np.full((n_thr, n_rec, n_cat, n_ranges), np.nan)
+    recall = np.full((n_thr, n_cat, n_ranges), np.nan)
+    rc = np.empty(max(n_acc, 1))
+    pr = np.empty(max(n_acc, 1))
+    for k in range(n_cat):
+        s0 = cat_indptr[k]
+        nd = cat_indptr[k + 1] - s0
+        for a in range(n_ranges):
+            n_pos = npig[k, a]
+            if n_pos == 0:
+                continue
+            for t in range(n_thr):
+                tp = 0.0
+                fp = 0.0
+                for i in range(nd):
+                    s = state[a, t, s0 + i]
+                    if s == STATE_TP:
+                        tp += 1.0
+                    elif s == STATE_FP:
+                        fp += 1.0
+                    rc[i] = tp / n_pos
+                    pr[i] = tp / (fp + tp + eps)
+                recall[t, k, a] = rc[nd - 1] if nd > 0 else 0.0
+                for i in range(nd - 1, 0, -1):
+                    if pr[i] > pr[i - 1]:
+                        pr[i - 1] = pr[i]
+                for r in range(n_rec):
+                    thr = rec_thrs[r]
+                    lo = 0
+                    hi = nd
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if rc[mid] < thr:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    precision[t, r, k, a] = pr[lo] if lo < nd else 0.0
+    return precision, recall
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def _dense_keys(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Dense image indices (ascending key order) for GT and predictions; keys may be (N, 2) composites."""
+    ng = len(gt_image)
+    if gt_image.ndim == 2 or pred_image.ndim == 2:
+        keys = np.concatenate([gt_image.reshape(ng, -1), pred_image.reshape(len(pred_image), -1)])
+        if len(keys) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+        _, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.reshape(-1).astype(np.int64)
+        return inv[:ng], inv[ng:], int(inv.max()) + 1
+    keys = np.concatenate([gt_image, pred_image])
+    if len(keys) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    if np.issubdtype(keys.dtype, np.integer):
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < max(8 * len(keys), 1 << 20):
+            present = np.zeros(hi - lo + 1, bool)
+            off = (keys - lo).astype(np.int64)
+            present[off] = True
+            rank = np.cumsum(present, dtype=np.int64) - 1
+            inv = rank[off]
+            return inv[:ng], inv[ng:], int(rank[-1]) + 1
+    _, inv = np.unique(keys, return_inverse=True)
+    inv = inv.astype(np.int64)
+    return inv[:ng], inv[ng:], int(inv.max()) + 1
+
+
+def _as(name: str, a, dtype, n: int | None) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim != 1 or (n is not None and len(a) != n):
+        raise ValueError(f"evaluate_ap: expected `{name}` of shape ({n if n is not None else 'P'},), got {a.shape}")
+    if dtype is np.int64 and len(a) and not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"evaluate_ap: expected integer `{name}`, got {a.dtype}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _pred_rank(pred_order, n_pred: int) -> np.ndarray | None:
+    if pred_order is None:
+        return None
+    po = np.asarray(pred_order)
+    if po.shape != (n_pred,):
+        raise ValueError(f"evaluate_ap: expected `pred_order` of shape ({n_pred},), got {po.shape}")
+    return po
+
+
+# ---------------------------------------------------------------------------------------------------- evaluate
+def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score,
+                pred_range_value, pair_gt, pair_pred, pair_iou, *, n_categories: int, params: APParams | None = None,
+                pair_iou2d=None, pred_order=None, return_matches: bool = False, pred_proximity=None,
+                vocabulary=None) -> APResult:
+    """Omni3D / COCO AP of detections against GT, matched over sparse pairs (unlisted pairs have IoU 0).
+
+    Args:
+        gt_image: ``(n_gt,)`` image keys (ints, or ``(n_gt, 2)`` composite keys).
+        gt_label: ``(n_gt,)`` int category codes in [0, n_categories), -1 = not evaluated.
+        gt_ignore: ``(n_gt,)`` bool Omni3D ignore flags (ignored GT absorb detections but do not count).
+        gt_range_value: ``(n_gt,)`` range variable (depth in m for 3D, area in px^2 for 2D).
+        pred_image, pred_label, pred_score, pred_range_value: the same for the ``n_pred`` detections; label -1 =
+            not evaluated (out of vocabulary, or dropped by a filter).
+        pair_gt, pair_pred: ``(P,)`` int row indices of the candidate pairs (same image; any category).
+        pair_iou: ``(P,)`` float IoU used for matching (3D or 2D).
+        n_categories: K, the vocabulary size.
+        params: :class:`APParams` (default Omni3D 3D).
+        pair_iou2d: ``(P,)`` 2D IoU, needed with proximity evaluation.
+        pred_order: ``(n_pred,)`` tie-break sort key (smaller first) among equal scores; default: row order (the
+            file order, as Omni3D's ``loadRes`` ids).
+        return_matches: also return per-detection match records for the range "all" (``APResult.matches``).
+        pred_proximity: ``(n_pred,)`` bool per-detection proximity switch overriding ``params.proximity``.
+        vocabulary: optional category names, stored in the result.
+
+    Returns:
+        :class:`~ov3d_core.eval.results.APResult`.
+    """
+    params = params or APParams()
+    K = int(n_categories)
+    gt_image = np.asarray(gt_image)
+    pred_image = np.asarray(pred_image)
+    n_gt, n_pred = len(gt_image), len(pred_image)
+    gt_label = _as("gt_label", gt_label, np.int64, n_gt)
+    gt_ignore = _as("gt_ignore", gt_ignore, bool, n_gt)
+    gt_value = _as("gt_range_value", gt_range_value, np.float64, n_gt)
+    pred_label = _as("pred_label", pred_label, np.int64, n_pred)
+    pred_score = _as("pred_score", pred_score, np.float64, n_pred)
+    pred_value = _as("pred_range_value", pred_range_value, np.float64, n_pred)
+    pair_gt = _as("pair_gt", pair_gt, np.int64, None)
+    n_pairs = len(pair_gt)
+    pair_pred = _as("pair_pred", pair_pred, np.int64, n_pairs)
+    pair_iou = _as("pair_iou", pair_iou, np.float64, n_pairs)
+    for name, lab in (("gt_label", gt_label), ("pred_label", pred_label)):
+        if len(lab) and (lab.min() < -1 or lab.max() >= K):
+            raise ValueError(f"evaluate_ap: expected `{name}` codes in [-1, {K}), got [{lab.min()}, {lab.max()}]")
+    if n_pred and not np.isfinite(pred_score).all():
+        raise ValueError("evaluate_ap: expected finite `pred_score`, got NaN or inf")
+    if n_pairs and (pair_gt.min() < 0 or pair_gt.max() >= n_gt or pair_pred.min() < 0 or pair_pred.max() >= n_pred):
+        raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
+    gi, pi, n_img = _dense_keys(gt_image, pred_image)
+    if n_pairs and np.any(gi[pair_gt] != pi[pair_pred]):
+        raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
+    if pred_proximity is None:
+        det_prox = np.full(n_pred, params.proximity)
+    else:
+        det_prox = _as("pred_proximity", pred_proximity, bool, n_pred)
+    any_prox = bool(det_prox.any())
+    if any_prox:
+        if pair_iou2d is None:
+            raise ValueError("evaluate_ap: proximity evaluation needs `pair_iou2d`")
+        pair_iou2d = _as("pair_iou2d", pair_iou2d, np.float64, n_pairs)
+    rank = _pred_rank(pred_order, n_pred)
+
+    # 1. order: (-score, image, tie-break), max_dets per (image, category), bucket by category
+    ev = np.flatnonzero(pred_label >= 0)
+    if rank is not None:
+        ev = ev[np.argsort(rank[ev], kind="stable")]
+    base, _ = stable_bucket(ev, pi, max(n_img, 1))  # (image, tie-break)
+    by_score = base[np.argsort(-pred_score[base], kind="stable")]  # (-score, image, tie-break)
+    by_image, img_ptr = stable_bucket(by_score, pi, max(n_img, 1))  # (image, -score, tie-break)
+    keep = truncate_per_group(by_image, img_ptr, pred_label, max(K, 1), params.max_dets)
+    det_order = by_score[keep[by_score]]
+    acc_order, cat_ptr = stable_bucket(det_order, pred_label, max(K, 1))
+    acc_pos = np.full(n_pred, -1, np.int64)
+    acc_pos[acc_order] = np.arange(len(acc_order))
+
+    # 2. pairs of the same category between evaluated GT and kept detections, as CSR per detection
+    lab_g = gt_label[pair_gt]
+    sel = (lab_g >= 0) & (lab_g == pred_label[pair_pred]) & keep[pair_pred]
+    t_min = min(float(params.iou_thresholds.min()), 1.0 - 1e-10)
+    if any_prox:
+        in_prox = pair_iou2d > params.proximity_thresh
+        sel &= (pair_iou >= t_min) | (in_prox & det_prox[pair_pred])
+    else:
+        in_prox = np.zeros(n_pairs, bool)
+        sel &= pair_iou >= t_min
+    perm, indptr = pairs_by_pred(pair_gt, pair_pred, sel, max(n_gt, 1), n_pred)
+
+    # proximity: does the detection's (image, category) have any GT (ignored included)?
+    if any_prox:
+        gmask = gt_label >= 0
+        gkey = gi[gmask] * K + gt_label[gmask]
+        dkey = pi * K + np.maximum(pred_label, 0)
+        det_has_gt = np.isin(dkey, gkey) & (pred_label >= 0)
+    else:
+        det_has_gt = np.zeros(n_pred, bool)
+
+    # ranges (inclusive): out if value < lo or value > hi
+    lo = np.array([r[0] for r in params.ranges.values()])[:, None]
+    hi = np.array([r[1] for r in params.ranges.values()])[:, None]
+    gt_ign_r = gt_ignore[None, :] | (gt_value[None, :] < lo) | (gt_value[None, :] > hi)
+    det_out_r = (pred_value[None, :] < lo) | (pred_value[None, :] > hi)
+    names = params.range_names
+    rec_a = names.index("all") if "all" in names else 0
+    T = len(params.iou_thresholds)
+    dt_match = np.full((T, n_pred if return_matches else 0), -1, np.int64)
+    gt_match = np.full((T, n_gt if return_matches else 0), -1, np.int64)
+
+    state = coco_greedy_match(det_order, indptr, perm, pair_gt, pair_iou, in_prox, det_prox, det_has_gt,
+                              gt_ign_r, det_out_r, params.iou_thresholds, acc_pos, len(acc_order),
+                              rec_a if return_matches else -1, dt_match, gt_match)
+
+    # 3. accumulate
+    gvalid = gt_label >= 0
+    npig = np.stack([np.bincount(gt_label[gvalid & ~gt_ign_r[a]], minlength=K)[:K] for a in range(len(names))],
+                    axis=1).astype(np.int64) if K else np.zeros((0, len(names)), np.int64)
+    precision, recall = _accumulate(state, cat_ptr[:K + 1] if K else np.zeros(1, np.int64), npig,
+                                    params.recall_thresholds)
+    n_pred_k = np.bincount(pred_label[det_order], minlength=K)[:K].astype(np.int64)
+
+    matches = None
+    if return_matches:
+        st = state[rec_a]  # (T, n_acc)
+        dt_ignore = np.zeros((T, n_pred), bool)
+        dt_ignore[:, acc_order] = st == 2
+        dt_eval = np.zeros(n_pred, bool)
+        dt_eval[det_order] = True
+        for arr in (dt_match, gt_match):
+            arr.flags.writeable = False
+        matches = Matches(params.iou_thresholds, names[rec_a], dt_match, dt_ignore, dt_eval, gt_match,
+                          gt_ign_r[rec_a].copy(), gvalid)
+    return APResult(precision=precision, recall=recall, n_gt=npig, n_pred=n_pred_k, params=params, matches=matches,
+                    vocabulary=None if vocabulary is None else tuple(vocabulary))
+
+
+def evaluate_view(gt, pred, pairs, view, params: APParams | None = None, *, gt_label=None, gt_ignore=None,
+                  proximity: bool | None = None, pred_order=None, return_matches: bool = False) -> APResult:
+    """AP of one label view of a run: the warm re-scoring path (no geometry is computed).
+
+    Args:
+        gt: GT ``BoxSet`` (rows as in ``pairs``).
+        pred: prediction ``BoxSet`` (rows as in ``pairs`` and ``view``).
+        pairs: the cached :class:`~ov3d_core.eval.pairs.Pairs` of (gt, pred).
+        view: :class:`~ov3d_core.eval.labels.LabelView` (labels, scores, keep).
+        params: :class:`APParams` (default Omni3D 3D).
+        gt_label: GT codes (default: ``gt.category`` coded in ``view.vocabulary``).
+        gt_ignore: GT ignore flags (default ``gt.ignore``).
+        proximity: overrides ``params.proximity`` (e.g. ``Dataset.proximity``).
+        pred_order: tie-break key among equal scores (default: row order).
+        return_matches: also return match records.
+    """
+    params = params or APParams()
+    inp = APInputs.from_view(gt, pred, pairs, view, params, gt_label=gt_label, gt_ignore=gt_ignore,
+                             proximity=proximity, pred_order=pred_order)
+    prox = params.proximity if proximity is None else bool(proximity)
+    return evaluate_ap(**inp.arrays(), n_categories=view.n_categories, params=params.with_(proximity=prox),
+                       pair_iou2d=inp.pair_iou2d, pred_order=pred_order, return_matches=return_matches,
+                       vocabulary=view.vocabulary)
+
+
+def evaluate_ap_pooled(parts: Sequence[APInputs], *, n_categories: int, params: APParams | None = None,
+                       return_matches: bool = False, vocabulary=None) -> APResult:
+    """Evaluate several datasets as one (Omni3D ``summarize_all``): GT and detections of one category from all parts
+    compete in a single score ranking.
+
+    Each part's images are its own (image ids may repeat across parts); parts are ordered as given (ties in score
+    across parts go to the earlier part, as Omni3D's concatenation does). Each part keeps its own proximity switch
+    (``APInputs.proximity``, default ``params.proximity``). Category codes must share one vocabulary.
+    ``APResult.part_offsets`` gives each part's GT and prediction row range; ``Matches.slice`` makes them local.
+    """
+    params = params or APParams()
+    if not parts:
+        raise ValueError("evaluate_ap_pooled: expected at least one part")
+    cols: dict[str, list] = {k: [] for k in ("gt_image", "gt_label", "gt_ignore", "gt_range_value", "pred_image",
+                                             "pred_label", "pred_score", "pred_range_value", "pair_gt", "pair_pred",
+                                             "pair_iou")}
+    iou2d, order, prox, offsets = [], [], [], []
+    g0 = p0 = img0 = 0
+    need_2d = any((params.proximity if p.proximity is None else p.proximity) for p in parts)
+    for i, p in enumerate(parts):
+        ng, npr = len(p.gt_image), len(p.pred_image)
+        gi, pi, n_img = _dense_keys(np.asarray(p.gt_image), np.asarray(p.pred_image))
+        cols["gt_image"].append(gi + img0)
+        cols["pred_image"].append(pi + img0)
+        for k in ("gt_label", "gt_ignore", "gt_range_value", "pred_label", "pred_score", "pred_range_value",
+                  "pair_iou"):
+            cols[k].append(np.asarray(getattr(p, k)))
+        cols["pair_gt"].append(np.asarray(p.pair_gt, np.int64) + g0)
+        cols["pair_pred"].append(np.asarray(p.pair_pred, np.int64) + p0)
+        r = np.arange(npr) if p.pred_order is None else np.argsort(np.argsort(np.asarray(p.pred_order),
+                                                                              kind="stable"), kind="stable")
+        order.append(r + p0)
+        on = params.proximity if p.proximity is None else bool(p.proximity)
+        prox.append(np.full(npr, on))
+        if p.pair_iou2d is None:
+            if on:
+                raise ValueError(f"evaluate_ap_pooled: part {i} has proximity on but no `pair_iou2d`")
+            iou2d.append(np.zeros(len(p.pair_gt)))
+        else:
+            iou2d.append(np.asarray(p.pair_iou2d, np.float64))
+        offsets.append(((g0, g0 + ng), (p0, p0 + npr)))
+        g0, p0, img0 = g0 + ng, p0 + npr, img0 + n_img
+    arrays = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+    res = evaluate_ap(**arrays, n_categories=n_categories, params=params,
+                      pair_iou2d=np.concatenate(iou2d) if need_2d else None, pred_order=np.concatenate(order),
+                      return_matches=return_matches, pred_proximity=np.concatenate(prox), vocabulary=vocabulary)
+    return replace(res, part_offsets=tuple(offsets))

@@ -1,0 +1,190 @@
+"""KITTI label_2 import (reference §6): conversion checked against the devkit's own box, filter, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ov3d_core.errors import InputError
+from ov3d_core.io import load_kitti_gt, load_kitti_predictions
+from ov3d_core.io.kitti import kitti_to_omni3d, parse_label_file
+
+# KITTI training image 000000: its calib P2 and its one label line.
+P2_LINE = ("P2: 7.215377e+02 0.000000e+00 6.095593e+02 4.485728e+01 0.000000e+00 7.215377e+02 1.728540e+02 "
+           "2.163791e-01 0.000000e+00 0.000000e+00 1.000000e+00 2.745884e-03")
+P2 = np.array([float(v) for v in P2_LINE.split()[1:]]).reshape(3, 4)
+PED = "Pedestrian 0.00 0 -0.20 712.40 143.00 810.73 307.92 1.89 0.48 1.20 1.84 1.47 8.41 0.01"
+CAR = "Car 0.12 1 1.85 387.63 181.54 423.81 203.12 1.67 1.87 3.69 -16.53 2.39 58.49 1.57"
+
+LABELS = {
+    "000000": [PED],
+    "000003": [CAR, "Person_sitting 0.00 0 0.5 100.0 150.0 140.0 260.0 1.2 0.6 0.8 -2.0 1.6 9.0 0.3",
+               "Misc 0.00 0 0.1 500.0 170.0 560.0 230.0 1.5 1.0 2.0 3.0 1.7 20.0 0.2",
+               "DontCare -1 -1 -10 800.0 160.0 840.0 180.0 -1 -1 -1 -1000 -1000 -1000 -10",
+               "Van 0.50 2 0.2 0.0 150.0 120.0 250.0 2.0 1.9 4.5 -8.0 1.7 10.0 0.2"],
+}
+
+
+def write_kitti(tmp_path, labels=LABELS, image_size=(1224, 370)):
+    """label_2/, calib/ and image_2/ folders (tiny PNGs of the given size) for ``labels``."""
+    from PIL import Image
+
+    label_dir, calib_dir, image_dir = tmp_path / "label_2", tmp_path / "calib", tmp_path / "image_2"
+    for d in (label_dir, calib_dir, image_dir):
+        d.mkdir(exist_ok=True)
+    for stem, lines in labels.items():
+        (label_dir / f"{stem}.txt").write_text("\n".join(lines) + "\n")
+        (calib_dir / f"{stem}.txt").write_text(
+            "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n" + P2_LINE + "\nR0_rect: 1 0 0 0 1 0 0 0 1\n")
+        Image.new("RGB", image_size).save(image_dir / f"{stem}.png")
+    return label_dir, calib_dir, image_dir
+
+
+def devkit_corners(h, w, l, loc, ry):
+    """The KITTI devkit's corners (computeBox3D): local y from 0 up to -h, R_y written out here on purpose."""
+    x = [l / 2, l / 2, -l / 2, -l / 2, l / 2, l / 2, -l / 2, -l / 2]
+    y = [0, 0, 0, 0, -h, -h, -h, -h]
+    z = [w / 2, -w / 2, -w / 2, w / 2, w / 2, -w / 2, -w / 2, w / 2]
+    c, s = np.cos(ry), np.sin(ry)
+    Ry = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    return (Ry @ np.array([x, y, z])).T + np.asarray(loc)
+
+
+def sorted_rows(a):
+    a = np.round(np.asarray(a), 9)
+    return a[np.lexsort(a.T[::-1])]
+
+
+@pytest.mark.parametrize("line", [PED, CAR])
+def test_conversion_matches_devkit(tmp_path, line):
+    f = tmp_path / "x.txt"
+    f.write_text(line + "\n")
+    types, vals, _ = parse_label_file(f, with_score=False)
+    conv = kitti_to_omni3d(vals, P2)
+    h, w, l = vals[0, 7:10]
+    loc, ry = vals[0, 10:13], vals[0, 13]
+    K = P2[:, :3]
+    t = np.linalg.solve(K, P2[:, 3])
+    assert 0.05 < t[0] < 0.07  # the cam0 -> cam2 baseline
+    np.testing.assert_allclose(conv["dims"][0], [w, h, l])
+    np.testing.assert_allclose(conv["center"][0], loc + [0, -h / 2, 0] + t)
+    # The corner set is the devkit's, shifted by t.
+    np.testing.assert_allclose(sorted_rows(conv["corners"][0]), sorted_rows(devkit_corners(h, w, l, loc, ry) + t),
+                               atol=1e-9)
+    # The projected bottom-face centre with the 3x3 K equals P2 applied to the KITTI location.
+    bottom = conv["corners"][0][[2, 3, 6, 7]].mean(axis=0)  # local y = +h/2 (down) face
+    uv_k = K @ bottom
+    uv_p2 = P2 @ np.append(loc, 1.0)
+    np.testing.assert_allclose(uv_k[:2] / uv_k[2], uv_p2[:2] / uv_p2[2], atol=1e-9)
+    np.testing.assert_allclose(conv["bbox2D_tight"][0], vals[0, 3:7])
+
+
+def test_load_kitti_gt(tmp_path):
+    label_dir, calib_dir, image_dir = write_kitti(tmp_path)
+    ds = load_kitti_gt(label_dir, calib_dir, image_dir=image_dir)
+    assert ds.name == "KITTI" and ds.environment == "outdoor" and not ds.proximity
+    assert ds.images["image_id"].tolist() == [0, 3]
+    assert ds.images["width"].tolist() == [1224, 1224] and ds.images["height"].tolist() == [370, 370]
+    assert ds.images["file_path"].tolist() == ["000000.png", "000003.png"] and ds.root == str(image_dir)
+    np.testing.assert_allclose(ds.K[0], P2[:, :3])
+    np.testing.assert_allclose(ds.images["p2"].iloc[1], P2)
+    assert "misc" not in ds.vocabulary and "dontcare" not in ds.vocabulary and "person" in ds.vocabulary
+    gt = ds.gt
+    # DontCare dropped (ignore name); Misc kept but flagged; Person_sitting -> person.
+    assert gt.category.tolist() == ["pedestrian", "car", "person", "misc", "van"]
+    assert gt.record.tolist() == [1, 30001, 30002, 30003, 30005]
+    assert gt.data["category_id"].tolist() == [0, 1, 7, -1, 4]
+    reasons = dict(zip(gt.category.tolist(), gt.data["ignore_reason"].tolist()))
+    assert reasons["misc"] == "misc" and reasons["pedestrian"] == "" and reasons["person"] == ""
+    assert reasons["van"] == "truncation"  # KITTI truncated 0.50 >= 1/3
+    assert reasons["car"] == "min_height"  # 58 m away: projected height < 0.0625 * 370
+    np.testing.assert_allclose(gt.data["bbox2D_tight"][0], [712.40, 143.00, 810.73, 307.92])
+    np.testing.assert_allclose(gt.data["truncation"], [0.0, 0.12, 0.0, 0.0, 0.5])
+    assert (gt.data["visibility"] == -1).all() and gt.data["valid3D"].all()
+    assert (gt.data["lidar_pts"] == -1).all() and (gt.data["depth_error"] == -1).all()
+    # The evaluation box is the truncated projection, as for Omni3D files.
+    assert gt.box2d[0].tolist() == gt.data["bbox2D_trunc"][0].tolist()
+    np.testing.assert_allclose(gt.depth, gt.center[:, 2])
+
+
+def test_default_image_size_and_subset(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
+    ds = load_kitti_gt(label_dir, calib_dir, image_ids=[3], name="KITTI_val", categories=["car", "van"])
+    assert ds.name == "KITTI_val" and ds.images["image_id"].tolist() == [3]
+    assert ds.images["width"].tolist() == [1242] and ds.images["height"].tolist() == [375]
+    assert ds.vocabulary == ("car", "van")
+    assert ds.gt.category.tolist() == ["car", "misc", "van"]
+    with pytest.raises(InputError, match="`image_ids`.*got 5"):
+        load_kitti_gt(label_dir, calib_dir, image_ids=[5])
+
+
+def test_kitti_predictions(tmp_path):
+    label_dir, calib_dir, image_dir = write_kitti(tmp_path)
+    ds = load_kitti_gt(label_dir, calib_dir)
+    res = tmp_path / "results"
+    res.mkdir()
+    (res / "000000.txt").write_text(PED + " 0.9\n")
+    (res / "000003.txt").write_text(CAR + " 0.8\nTram 0 0 0 1 2 30 40 3.0 2.5 12.0 2.0 1.5 30.0 0.1 0.4\n")
+    (res / "000004.txt").write_text("")
+    with pytest.raises(InputError, match=r"000004.txt.*`image_id`.*got 4"):
+        load_kitti_predictions(res, ds)
+    (res / "000004.txt").unlink()
+    run = load_kitti_predictions(res, ds, name="m3d")
+    p = run.pred
+    assert run.name == "m3d" and run.meta["format"] == "kitti"
+    assert p.image_id.tolist() == [0, 3, 3] and p.record.tolist() == [0, 1, 2]
+    assert p.category.tolist() == ["pedestrian", "car", "tram"]
+    assert p.score.tolist() == [0.9, 0.8, 0.4]
+    assert p.data["in_vocab"].tolist() == [True, True, True]
+    np.testing.assert_allclose(p.depth, p.center[:, 2])
+    np.testing.assert_allclose(p.box2d[0], [712.40, 143.00, 810.73, 307.92])
+    # Same conversion as the GT (the offset t comes from the dataset's p2), so a perfect prediction matches.
+    np.testing.assert_allclose(p.corners[0], ds.gt.corners[0])
+    np.testing.assert_allclose(load_kitti_predictions(res, ds, calib_dir=calib_dir).pred.corners, p.corners)
+
+
+@pytest.mark.parametrize("line, part", [
+    ("Bus 0 0 0 1 2 3 4 1 1 1 0 0 5 0", "`type`"),
+    ("Car 0 0 0 1 2 3 4 1 1 1 0 0 5", "15 values"),
+    ("Car 0 0 0 1 2 3 4 1 x 1 0 0 5 0", "`width`"),
+    ("Car 0 0 0 1 2 3 4 1 1 1 0 0 nan 0", "`z`"),
+])
+def test_bad_label_line(tmp_path, line, part):
+    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000007": [PED, line]})
+    with pytest.raises(InputError) as e:
+        load_kitti_gt(label_dir, calib_dir)
+    msg = str(e.value)
+    assert "000007.txt" in msg and "line 2" in msg and part in msg
+
+
+def test_prediction_line_needs_score(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
+    ds = load_kitti_gt(label_dir, calib_dir)
+    with pytest.raises(InputError, match=r"000000.txt: line 1.*16 values"):
+        load_kitti_predictions(label_dir, ds)
+
+
+def test_calib_errors(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
+    (calib_dir / "000003.txt").write_text("P0: 1 0 0 0 0 1 0 0 0 0 1 0\n")
+    with pytest.raises(InputError, match=r"calib/000003.txt.*`P2`"):
+        load_kitti_gt(label_dir, calib_dir)
+    (calib_dir / "000003.txt").write_text("P2: 1 2 3\n")
+    with pytest.raises(InputError, match=r"calib/000003.txt: line 1.*`P2`.*12 finite numbers"):
+        load_kitti_gt(label_dir, calib_dir)
+    (calib_dir / "000003.txt").unlink()
+    with pytest.raises(InputError, match=r"calib/000003.txt.*no such file"):
+        load_kitti_gt(label_dir, calib_dir)
+
+
+def test_folder_errors(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
+    with pytest.raises(InputError, match="existing folder"):
+        load_kitti_gt(tmp_path / "nope", calib_dir)
+    (label_dir / "readme.txt").write_text("x")
+    with pytest.raises(InputError, match="readme.txt.*integer image id"):
+        load_kitti_gt(label_dir, calib_dir)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="KITTI label files"):
+        load_kitti_gt(empty, calib_dir)
