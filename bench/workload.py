@@ -78,7 +78,7 @@ def build_workload(n_images: int = 5000, gt_per_image: float = 10.0, pred_per_im
     src = np.repeat(np.arange(n_gt), n_cp)
     m = len(src)
     depth = g_ctr[src, 2:3]
-    c_ctr = g_ctr[src] + rng.normal(0, 1, (m, 3)) * (0.05 + 0.02 * depth) * [1.0, 0.5, 1.0]
+    c_ctr = g_ctr[src] + rng.normal(0, 1, (m, 3)) * (0.03 + 0.01 * depth) * [1.0, 0.5, 1.0]
     c_dim = g_dim[src] * np.exp(rng.normal(0, 0.15, (m, 3)))
     c_yaw = g_yaw[src] + rng.normal(0, 0.25, m)
     c_cat = np.where(rng.random(m) < label_noise, rng.choice(n_categories, m, p=freq), g_cat[src])

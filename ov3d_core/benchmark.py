@@ -70,7 +70,7 @@ class Benchmark:
             return load_kitti_gt(spec.gt[0], spec.calib, image_dir=spec.images, name=spec.name)
         from ov3d_core.io import load_omni3d_gt
 
-        ds = load_omni3d_gt(list(spec.gt), categories=spec.categories, name=spec.name,
+        ds = load_omni3d_gt(list(spec.gt), categories=spec.categories, name=None if spec.name_from_file else spec.name,
                             environment=spec.environment, proximity=spec.proximity,
                             root=str(spec.images) if spec.images else None)
         return ds
@@ -149,3 +149,22 @@ class Benchmark:
         base = self.config.path.parent if self.config.path else Path(".")
         p = base / pattern.format(image_id=image_id)
         return p if p.exists() else None
+
+    # ---------------------------------------------------------------- scoring
+    def default_view(self, run: str, dataset: str):
+        from ov3d_core.eval.scoring import default_view
+
+        return default_view(self.dataset(dataset), self.run(run, dataset))
+
+    def score(self, run: str, dataset: str, *, protocol: str = "dataset-level", min_score: float = 0.0,
+              view=None, **kw):
+        """``RunScore`` of a run: the default (or given) label view under a protocol and score threshold."""
+        from ov3d_core.eval.scoring import score_run
+
+        return score_run(self.dataset(dataset), self.run(run, dataset), self.pairs(run, dataset),
+                         protocol=protocol, min_score=min_score, view=view, **kw)
+
+    def evaluate(self, dataset: str, run: str, view=None, *, protocol: str = "dataset-level") -> dict:
+        """Summary numbers (AP3D, AP3D@15, ..., recall3D@15) of a run on a dataset (argument order as the remap
+        CLI uses it)."""
+        return self.score(run, dataset, protocol=protocol, view=view).summary

@@ -52,6 +52,7 @@ class DatasetSpec:
     subsets: dict = field(default_factory=dict)
     calib: Path | None = None  # KITTI: calib folder (gt is then the label_2 folder)
     format: str = "omni3d"     # omni3d | kitti
+    name_from_file: bool = False  # CLI: report the GT file's info.name (or stem) rather than `name`
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,8 @@ def config_from_files(gt: list[str | Path], predictions: list[str | Path], *, ru
                       cache_dir: str | Path | None = None, dataset_name: str | None = None) -> BenchmarkConfig:
     """A one-dataset config from GT files and prediction files (what the CLI's ``evaluate`` builds)."""
     gt = tuple(Path(g) for g in gt)
-    ds = DatasetSpec(name=dataset_name or "+".join(g.stem for g in gt), gt=gt, images=gt[0].parent)
+    ds = DatasetSpec(name=dataset_name or "+".join(g.stem for g in gt), gt=gt, images=gt[0].parent,
+                     name_from_file=dataset_name is None)
     runs = {}
     for i, p in enumerate(predictions):
         p = Path(p)

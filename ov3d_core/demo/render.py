@@ -277,7 +277,7 @@ def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
         P_cam = dirs[bgm] * t_hit[bgm, None]
         P = scene.camera_to_layout(P_cam)
         # normals to layout frame (x, height, z): undo R_cw, then world->layout rotation
-        nw = n[bgm] @ scene.R_cw
+        nw = n[bgm] @ np.asfortranarray(scene.R_cw)
         r, f = scene._axes()
         n_lay = np.stack([r[0] * nw[:, 0] + f[0] * nw[:, 2], -nw[:, 1], r[1] * nw[:, 0] + f[1] * nw[:, 2]], -1)
         col[bgm] = _background_colour(scene, bgi[bgm].astype(np.int64), P, n_lay)

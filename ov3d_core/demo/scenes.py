@@ -232,7 +232,7 @@ class Scene:
         return world @ self.R_cw.T
 
     def camera_to_layout(self, pts: np.ndarray) -> np.ndarray:
-        world = np.asarray(pts, float) @ self.R_cw
+        world = np.asarray(pts, float) @ np.asfortranarray(self.R_cw)  # (F order: fast BLAS path)
         r, f = self._axes()
         x = self.cam_x + r[0] * world[..., 0] + f[0] * world[..., 2]
         z = self.cam_z + r[1] * world[..., 0] + f[1] * world[..., 2]

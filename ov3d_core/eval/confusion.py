@@ -329,6 +329,11 @@ class SuperCategoryConfusion:
     mean_off_diagonal: float
     dropped_other: bool
 
+    @property
+    def cross_super_share(self) -> float:
+        """Alias of ``cross_super_share_of_confusions`` (the primary definition)."""
+        return self.cross_super_share_of_confusions
+
     def diagonal(self) -> pd.Series:
         """Per super-category fraction of matched GT predicted in the same super-category."""
         return self.matrix.diagonal()

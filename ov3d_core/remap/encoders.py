@@ -146,7 +146,8 @@ class HFEncoder:
     @classmethod
     def from_model(cls, model, processor, *, name: str, device: str | None = None, dtype: Any = None,
                    batch_size: int = 64, max_num_patches: int | None = None) -> "HFEncoder":
-        """Wrap an already built model and processor (benchmarks and tests); ``name`` is its identity."""
+        """Wrap an already built model and its processor (or only its tokenizer, or only its image processor) for
+        benchmarks and tests; ``name`` is its identity."""
         import torch
 
         self = cls.__new__(cls)
@@ -163,8 +164,10 @@ class HFEncoder:
 
         self.model = model.to(self.device).eval()
         self.processor = processor
-        self.tokenizer = getattr(processor, "tokenizer", processor)
-        self.image_processor = getattr(processor, "image_processor", None)
+        # a full processor, or just a tokenizer, or just an image processor (from_model)
+        is_image_proc = "ImageProcessor" in type(processor).__name__
+        self.tokenizer = None if is_image_proc else getattr(processor, "tokenizer", processor)
+        self.image_processor = processor if is_image_proc else getattr(processor, "image_processor", None)
         cfg = model.config
         self.model_type = getattr(cfg, "model_type", "")
         self.is_siglip = self.model_type in ("siglip", "siglip2")
@@ -196,6 +199,8 @@ class HFEncoder:
         """Tokenizer output (torch tensors) exactly as fed to the text tower: lowercased, padded, SigLIP without
         an attention mask."""
         texts = [str(t).lower() for t in texts]
+        if self.tokenizer is None:
+            raise TypeError(f"{self.checkpoint}: no tokenizer")
         if self.is_siglip:
             enc = self.tokenizer(texts, padding="max_length", max_length=self.max_length, truncation=True,
                                  return_tensors="pt")
