@@ -136,10 +136,10 @@ def main() -> None:
                        initial_sidebar_state="collapsed" if presenting else "auto")
     if presenting and CSS.exists():
         st.markdown(f"<style>{CSS.read_text()}</style>", unsafe_allow_html=True)
-    pages = [st.Page(HERE / f, title=t, icon=i, url_path=u, default=(k == 0))
+    pages = [st.Page(HERE / f, title=t, icon=i, default=True) if k == 0 else st.Page(HERE / f, title=t, icon=i, url_path=u)
              for k, (f, t, i, u) in enumerate(ui.PAGES)]
-    nav = st.navigation({"OV3D Explorer": pages}, position="hidden" if presenting else "sidebar")
-    st.session_state["_page"] = nav.url_path or ui.PAGES[0][3]
+    nav = st.navigation(pages, position="hidden" if presenting else "sidebar")
+    st.session_state["_page"] = nav.url_path or ui.PAGES[0][3]  # the default page is served at "/"
 
     st.sidebar.markdown("### OV3D Explorer")
     _sidebar_source()

@@ -1,46 +1,125 @@
-"""Error breakdown: why AP is low. Centre-distance AP with true-positive errors (translation, orientation,
-scale) and the Open Detection Score, from ``ov3d_core.eval.distance``; the TIDE-style 3D error bins (each error
-type scored as the AP gained by fixing only it) appear here once ``ov3d_core.eval.errors`` exists."""
+"""Error breakdown: why AP is low. 3D TIDE bins (each error type scored as the mAP3D gained by fixing only it), the
+monocular oracles (GT depth / size / rotation substituted), and centre-distance AP with true-positive errors and the
+Open Detection Score."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ov3d_app import cache, ui
+from ov3d_app import cache, selection, ui
 from ov3d_core.viz import bars
 
-ui.page_header("Error breakdown", "How much of the gap is localisation (translation, orientation, scale) and how much "
-               "is the label. Centre-distance matching (WildDet3D / 3D-MOOD: a detection matches a same-class GT "
-               "whose centre lies within t × its radius, t = 0.50…1.00) is tolerant of the depth errors that sink "
-               "3D IoU for monocular detectors.")
+ui.page_header("Error breakdown", "Where the missing mAP3D goes. TIDE bins: loc (right class, poorly localised), cls "
+               "(well localised, wrong class; within or across super-category), dupe, bkg (no GT nearby), both, "
+               "missed. Each bin's ΔAP is the gain from fixing only that bin; the bins do not sum.")
 ctx = ui.need_context()
+BIN_HELP = {"loc": "right class, 3D IoU between bg and fg with its GT", "cls": "wrong class, IoU ≥ fg with a GT",
+            "dupe": "a second box on an already matched GT", "bkg": "IoU < bg with every GT",
+            "both": "wrong class and poorly localised", "missed": "GT no detection points to"}
 
-if not cache.error_bins_available():
-    st.info("TIDE-style 3D error bins are not built yet (issue: error taxonomy). They will attribute every false "
-            "positive and missed box to one of: depth-off but correct in 2D, size-off, yaw-off, class confusion "
-            "within / across super-category, duplicate, background, missed; each bin with the ΔAP3D of fixing only "
-            "it, and a click-through to its samples. Until then this page shows the centre-distance metrics below.",
-            icon=":material/construction:")
+
+def _on_bin():
+    pts = selection.selection_points(st.session_state.get("tide_bars"))
+    if pts:
+        change = selection.bar_point_to_state(pts[0])
+        st.session_state["err_bin"] = change.get("category")
+        if change.get("focus_run"):
+            ui.set_state(focus_run=change["focus_run"])
+
+
+def _on_example(examples: pd.DataFrame, run: str):
+    rows = selection.dataframe_rows(st.session_state.get("tide_examples"))
+    if rows:
+        rec = examples.iloc[rows[0]]
+        hl = f"pred|{run}|{int(rec['pred'])}" if "pred" in rec and pd.notna(rec.get("pred")) else f"gt||{int(rec['gt'])}"
+        ui.set_state(image_id=int(rec["image_id"]), highlight=hl, focus_run=run, f_classes=[], f_errors=[])
+        st.session_state["_goto_scene"] = True
+
+
+runs = list(ctx.runs)
+if not runs:
+    st.stop()
+
+with ui.guard("3D TIDE error bins"):
+    st.subheader("3D TIDE: what fixing each error type is worth")
+    c1, c2 = st.columns(2)
+    fg = c1.select_slider("Foreground 3D IoU (fg)", [0.15, 0.25, 0.5], value=0.25, key="tide_fg")
+    bg = c2.select_slider("Background 3D IoU (bg)", [0.05, 0.1], value=0.1, key="tide_bg")
+    tables, note = [], ""
+    for run in runs:
+        t = cache.tide(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, fg, bg)
+        tables.append(t["table"].assign(run=run, base_ap=t["base_ap"]))
+        note = t["note"]
+    allt = pd.concat(tables, ignore_index=True)
+    main = allt[allt["kind"] != "cls split"] if "kind" in allt else allt
+    fig = bars.grouped_bars(main, "bin", "delta_ap", "run", y_title="ΔmAP3D when fixed (points)",
+                            title=f"mAP3D gained by fixing one error type · {ctx.dataset} · fg={fg}, bg={bg}")
+    st.caption(note)
+    ui.plot(fig, "tide_bars", on_select=_on_bin, export_name=f"tide_{ctx.dataset}")
+    st.dataframe(allt, hide_index=True, column_config=ui.fmt_table(allt, percent=("delta_ap", "delta_ap_raw",
+                                                                                  "ap_fixed", "base_ap")))
+    ui.export_table(allt, f"tide_{ctx.dataset}", "tide_table", caption="3D TIDE error attribution")
+
+    bins = [b for b in dict.fromkeys(allt["bin"].tolist())]
+    if st.session_state.get("err_bin") not in bins:
+        st.session_state["err_bin"] = bins[0] if bins else None
+    b1, b2 = st.columns(2)
+    ui.ensure_valid("focus_run", runs)
+    run = b1.selectbox("Examples of run", runs, **ui.bind("focus_run", ":err"))
+    chosen = b2.selectbox("Bin", bins, key="err_bin", format_func=lambda b: f"{b} · {BIN_HELP.get(b, '')}")
+    t = cache.tide(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, fg, bg)
+    b = cache.benchmark(ctx.cfg_key)
+    ds, pred = b.dataset(ctx.dataset), b.run(run, ctx.dataset).pred
+    if chosen == "missed":
+        g = np.asarray(t["missed"], np.int64)
+        ex = pd.DataFrame({"gt": g, "image_id": ds.gt.image_id[g], "category": ds.gt.category[g],
+                           "depth": ds.gt.depth[g]})
+    else:
+        d = t["dets"]
+        col = "cls_split" if chosen.startswith("cls_") and "cls_split" in d else "bin"
+        d = d[d[col] == chosen].sort_values("score", ascending=False, kind="stable")
+        p = d["pred"].to_numpy(np.int64)
+        ex = d.assign(image_id=pred.image_id[p], category=pred.category[p])
+    st.caption(f"{len(ex)} in bin **{chosen}**; select a row to open it in the scene inspector.")
+    ex = ex.head(200).reset_index(drop=True)
+    st.dataframe(ex, hide_index=True, on_select=lambda: _on_example(ex, run), selection_mode="single-row",
+                 key="tide_examples")
+    if st.session_state.pop("_goto_scene", False):
+        st.switch_page("app_pages/scene.py")
+
+with ui.guard("Monocular oracles"):
+    st.subheader("Monocular oracles: replace one factor by the ground truth")
+    st.caption("For every prediction associated with a GT, its depth (along the camera ray), size or rotation is "
+               "replaced by the GT's, and mAP3D is recomputed. A large depth gain says the detector recognises "
+               "objects but places them at the wrong distance.")
+    rows = []
+    for run in runs:
+        o = cache.mono_oracles(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score)
+        rows.append(o["table"].assign(run=run, base_ap=o["base_ap"]))
+    ot = pd.concat(rows, ignore_index=True)
+    ui.plot(bars.grouped_bars(ot, "factor", "gain", "run", y_title="mAP3D gain (points)"), "oracle_bars",
+            export_name=f"mono_oracles_{ctx.dataset}")
+    st.dataframe(ot, hide_index=True, column_config=ui.fmt_table(ot, percent=("AP3D", "gain", "base_ap"),
+                                                                 fraction=("mean_iou_before", "mean_iou_after")))
+    ui.export_table(ot, f"mono_oracles_{ctx.dataset}", "oracle_table")
 
 with ui.guard("Centre-distance metrics"):
-    runs = list(ctx.runs)
-    if not runs:
-        st.stop()
+    st.subheader("Centre-distance AP and true-positive errors")
     mode = st.radio("Matching", ["3dmood", "nuscenes"], horizontal=True, key="err_mode",
-                    format_func={"3dmood": "radius-relative centre distance (ODS)",
+                    format_func={"3dmood": "radius-relative centre distance (WildDet3D / 3D-MOOD, ODS)",
                                  "nuscenes": "nuScenes BEV distance (0.5–4 m)"}.get)
-    rows = []
-    per_cat = []
+    rows, per_cat = [], []
     for run in runs:
         res = cache.distance_scores(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, mode)
         rows.append({"run": run, **res["summary"]})
         if res["per_category"] is not None:
             per_cat.append(res["per_category"].assign(run=run))
     table = pd.DataFrame(rows)
-    st.subheader(f"Summary on {ctx.dataset} · {ctx.protocol}")
-    st.caption("AP and ODS in percent; mATE / mAOE / mASE are mean true-positive errors in [0, 1] (lower is "
-               "better). ODS = (3·AP + (1 − mATE) + (1 − mAOE) + (1 − mASE)) / 6.")
+    st.caption("Tolerant of the depth errors that sink 3D IoU for monocular detectors. AP and ODS in percent; "
+               "mATE / mAOE / mASE are mean true-positive errors in [0, 1], lower is better. "
+               "ODS = (3·AP + (1 − mATE) + (1 − mAOE) + (1 − mASE)) / 6.")
     pct = tuple(c for c in table.columns if c.startswith(("AP", "ODS", "mAP", "NDS")))
     st.dataframe(table, hide_index=True, column_config=ui.fmt_table(
         table, percent=pct, fraction=tuple(c for c in table.columns if c.startswith(("mATE", "mAOE", "mASE")))))

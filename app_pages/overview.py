@@ -35,8 +35,8 @@ def _on_bar():
 
 
 def _open_scene(category: str | None, run: str | None, errors: list[str]):
-    ui.set_state(f_classes=[category] if category else [], f_errors=errors, image_id=None, highlight=None,
-                 **({"focus_run": run} if run else {}))
+    ui.set_state(f_classes=[category] if category else [], f_errors=errors, f_run=run or "", image_id=None,
+                 highlight=None)
 
 
 with ui.guard("The leaderboard"):

@@ -69,15 +69,13 @@ with ui.guard("The scene inspector"):
     f2.multiselect("Images with", list(S.ERROR_FILTERS), placeholder="any status",
                    format_func={"FP": "false positives", "FN": "missed GT", "mislabelled": "mislabelled",
                                 "TP": "true positives"}.get, **ui.bind("f_errors"))
-    if ui.get("focus_run") not in runs:
-        st.session_state["focus_run"] = None
-    f3.selectbox("Error filter on", [None] + runs, format_func=lambda r: "any shown run" if r is None else r,
-                 **ui.bind("focus_run"))
+    ui.ensure_valid("f_run", [""] + runs)
+    f3.selectbox("Error filter on", [""] + runs, format_func=lambda r: r or "any shown run", **ui.bind("f_run"))
     f4.slider("Hide predictions below", 0.0, 1.0, step=0.05, **ui.bind("f_min_score"))
     f5.radio("Colour", list(S.COLOR_BY), **ui.bind("color_by"))
 
     boxes = cache.boxes(ctx.cfg_key, ctx.dataset, tuple(runs), ctx.protocol, ctx.min_score, ctx.iou)
-    filt_runs = [ui.get("focus_run")] if ui.get("focus_run") in runs else runs
+    filt_runs = [ui.get("f_run")] if ui.get("f_run") in runs else runs
     images = selection.filtered_images(boxes, all_images, classes=ui.get("f_classes"), errors=ui.get("f_errors"),
                                        runs=filt_runs, min_score=ui.get("f_min_score"))
     if not images:

@@ -39,19 +39,17 @@ class CoreMissing(RuntimeError):
     """A core module (or function) a view needs is not built yet; the message says which and what will come."""
 
 
-def require(module: str, what: str, attr: str | None = None):
-    """Import ``module`` (and return ``attr`` from it), or raise ``CoreMissing`` naming ``what``."""
+def require(module: str, what: str, *attrs: str):
+    """Import ``module`` and check it has ``attrs``, or raise ``CoreMissing`` naming ``what``."""
     try:
         if importlib.util.find_spec(module) is None:
             raise CoreMissing(what)
     except ModuleNotFoundError:
         raise CoreMissing(what) from None
     mod = importlib.import_module(module)
-    if attr is None:
-        return mod
-    if not hasattr(mod, attr):
+    if not all(hasattr(mod, a) for a in attrs):
         raise CoreMissing(what)
-    return getattr(mod, attr)
+    return mod
 
 
 # ================================================================================================ data source
@@ -77,8 +75,8 @@ def ensure_demo_config(progress: Callable | None = None) -> str:
     with _demo_lock:
         if key in _demo_done:
             return _demo_done[key]
-        ensure_demo = require("ov3d_core.demo", "the demo generator (ov3d_core.demo.ensure_demo)", "ensure_demo")
-        folder = Path(ensure_demo(out, progress=progress))
+        demo = require("ov3d_core.demo", "the demo generator (ov3d_core.demo.ensure_demo)", "ensure_demo")
+        folder = Path(demo.ensure_demo(out, progress=progress))
         cfg = folder / "benchmark.yaml"
         if not cfg.is_file():
             raise InputError(str(cfg), None, None, "the demo's benchmark.yaml", "no such file")
@@ -125,29 +123,31 @@ def dataset_info(cfg_key: str, dataset: str) -> dict:
             "environment": ds.environment, "n_gt": int(len(ds.gt)), "n_images": int(len(ds.images))}
 
 
-def _score(b, run: str, dataset: str, protocol: str, min_score: float, iou: float, view=None):
+def _score(b, run: str, dataset: str, protocol: str, min_score: float, view=None):
     fn = getattr(b, "score", None)
     if fn is None:
         raise CoreMissing("scoring (Benchmark.score, ov3d_core/eval/scoring.py)")
-    try:
-        return fn(run, dataset, protocol=protocol, min_score=min_score, view=view, iou=iou)
-    except TypeError as exc:  # a score() without the iou keyword: statuses at its default IoU
-        if "iou" not in str(exc):
-            raise
-        return fn(run, dataset, protocol=protocol, min_score=min_score, view=view)
+    return fn(run, dataset, protocol=protocol, min_score=min_score, view=view)
 
 
-def _plain_score(rs) -> dict:
+def _plain_score(rs, iou: float) -> dict:
+    """A ``RunScore`` as picklable tables; statuses at 3D IoU ``iou``."""
     return {"summary": {k: float(v) for k, v in dict(rs.summary).items()},
             "per_category": pd.DataFrame(rs.per_category).copy(),
-            "pred_status": pd.DataFrame(rs.pred_status).copy(),
-            "gt_status": pd.DataFrame(rs.gt_status).copy()}
+            "pred_status": pd.DataFrame(rs.pred_status(iou)).copy(),
+            "gt_status": pd.DataFrame(rs.gt_status(iou)).copy()}
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def run_score(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float):
+    """The ``RunScore`` of a run (shared, read-only): AP with match records, recall, and the scored view."""
+    return _score(benchmark(cfg_key), run, dataset, protocol, float(min_score))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def score(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, iou: float = 0.25) -> dict:
-    """``Benchmark.score`` as plain tables: summary dict, per_category, pred_status, gt_status."""
-    return _plain_score(_score(benchmark(cfg_key), run, dataset, protocol, float(min_score), float(iou)))
+    """``Benchmark.score`` as plain tables: summary dict, per_category, pred_status, gt_status (at ``iou``)."""
+    return _plain_score(run_score(cfg_key, dataset, run, protocol, float(min_score)), float(iou))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -180,16 +180,20 @@ def per_category(cfg_key: str, dataset: str, runs: tuple[str, ...], protocol: st
 
 # ================================================================================================ boxes
 def _status_frame(df: pd.DataFrame, n: int, default: str) -> pd.DataFrame:
-    """Normalise a status table to one row per box with ``status``, ``matched`` (int, -1), ``iou``."""
+    """One row per box: ``status``, ``matched`` (the matched GT / prediction row, or for a mislabelled prediction
+    the GT it overlaps; -1 if none) and ``iou`` (a prediction's best 3D IoU with any GT)."""
     out = pd.DataFrame(index=np.arange(n))
     out["status"] = df["status"].astype(object).to_numpy() if "status" in df else default
-    for src in ("matched_gt", "matched_pred", "matched", "gt", "pred"):
+    matched = np.full(n, -1, np.int64)
+    for src in ("matched_gt", "matched_pred"):
         if src in df:
-            out["matched"] = pd.to_numeric(df[src], errors="coerce").fillna(-1).astype(np.int64).to_numpy()
+            matched = pd.to_numeric(df[src], errors="coerce").fillna(-1).astype(np.int64).to_numpy()
             break
-    else:
-        out["matched"] = -1
-    out["iou"] = pd.to_numeric(df["iou"], errors="coerce").to_numpy(np.float64) if "iou" in df else np.nan
+    if "best_gt" in df:
+        best = pd.to_numeric(df["best_gt"], errors="coerce").fillna(-1).astype(np.int64).to_numpy()
+        matched = np.where((matched < 0) & (out["status"].to_numpy() == "mislabelled"), best, matched)
+    out["matched"] = matched
+    out["iou"] = pd.to_numeric(df["best_iou"], errors="coerce").to_numpy(np.float64) if "best_iou" in df else np.nan
     return out
 
 
@@ -314,21 +318,10 @@ def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160
 
 # ================================================================================================ diagnostics
 def _label_view(b, dataset: str, run: str, protocol: str, min_score: float):
-    """The label view of a run under a protocol and score threshold (the view ``Benchmark.score`` evaluates)."""
-    view_fn = getattr(b, "view", None) or getattr(b, "label_view", None)
-    if view_fn is not None:
-        return view_fn(run, dataset, protocol=protocol, min_score=min_score)
-    labels = require("ov3d_core.eval.labels", "label views (ov3d_core.eval.labels)")
-    protocols = require("ov3d_core.eval.protocols", "the target-aware protocol (ov3d_core.eval.protocols)")
-    ds, pred = b.dataset(dataset), b.run(run, dataset).pred
-    keep = pred.score >= float(min_score)
-    if "in_vocab" in pred.data:
-        keep &= np.asarray(pred.data["in_vocab"], bool)
-    view = labels.label_view_from_names(pred.category, pred.score, ds.vocabulary, keep=keep)
-    if protocol == "target-aware":
-        view = protocols.target_aware_view(view, pred.image_id, ds.gt.image_id,
-                                           labels.gt_codes(ds.gt.category, ds.vocabulary), ds.gt.ignore)
-    return view
+    """The label view ``Benchmark.score`` evaluates: the run's labels -> protocol filter -> score threshold."""
+    sc = require("ov3d_core.eval.scoring", "scoring (ov3d_core.eval.scoring)")
+    ds, r = b.dataset(dataset), b.run(run, dataset)
+    return sc.threshold_view(sc.apply_protocol(sc.default_view(ds, r), ds, r, protocol), min_score)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -401,8 +394,8 @@ def encoder_spec() -> str:
 @st.cache_resource(show_spinner=False, max_entries=2)
 def encoder(spec: str):
     """The remapping encoder (shared; loads torch/transformers on first use)."""
-    make = require("ov3d_core.remap.encoders", "remapping encoders (ov3d_core.remap)", "make_encoder")
-    return make(spec)
+    encoders = require("ov3d_core.remap.encoders", "remapping encoders (ov3d_core.remap)", "make_encoder")
+    return encoders.make_encoder(spec)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -437,7 +430,7 @@ def template_score(cfg_key: str, dataset: str, run: str, spec: str, template: st
     rm = remapper(cfg_key, dataset, run, spec)
     view = rm.label_view(template, float(theta))
     b = benchmark(cfg_key)
-    rs = _score(b, run, dataset, protocol, 0.0, 0.25, view=view)
+    rs = _score(b, run, dataset, protocol, 0.0, view=view)
     res = rm.result(template, float(theta))
     return {"summary": {k: float(v) for k, v in dict(rs.summary).items()},
             "per_category": pd.DataFrame(rs.per_category).copy(), "label": np.asarray(res.label).copy(),
@@ -461,6 +454,25 @@ def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_sco
     return out
 
 
-def error_bins_available() -> bool:
-    """Whether the TIDE-style 3D error attribution (``ov3d_core.eval.errors``) exists yet."""
-    return importlib.util.find_spec("ov3d_core.eval.errors") is not None
+@st.cache_data(show_spinner=False, max_entries=64)
+def tide(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, fg: float = 0.25, bg: float = 0.1
+         ) -> dict:
+    """3D TIDE error bins of a run (``eval.errors.tide_3d_view``): bin table, base mAP, binned detections, missed GT."""
+    errors = require("ov3d_core.eval.errors", "3D TIDE error bins (ov3d_core.eval.errors)", "tide_3d_view")
+    b = benchmark(cfg_key)
+    ds, r = b.dataset(dataset), b.run(run, dataset)
+    res = errors.tide_3d_view(ds.gt, r.pred, b.pairs(run, dataset), _label_view(b, dataset, run, protocol, min_score),
+                              fg=fg, bg=bg, proximity=ds.proximity)
+    return {"table": res.table.copy(), "base_ap": float(res.base_ap), "dets": res.dets.copy(),
+            "missed": np.flatnonzero(np.asarray(res.gt_status) == "missed"), "note": res.note}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def mono_oracles(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float) -> dict:
+    """Monocular oracles of a run (GT depth / size / rotation substituted; ``eval.errors.monocular_oracles_view``)."""
+    errors = require("ov3d_core.eval.errors", "monocular oracles (ov3d_core.eval.errors)", "monocular_oracles_view")
+    b = benchmark(cfg_key)
+    ds, r = b.dataset(dataset), b.run(run, dataset)
+    res = errors.monocular_oracles_view(ds.gt, r.pred, b.pairs(run, dataset),
+                                        _label_view(b, dataset, run, protocol, min_score), proximity=ds.proximity)
+    return {"table": res.table.copy(), "base_ap": float(res.base_ap)}

@@ -192,8 +192,10 @@ def box_table(gt_frame: pd.DataFrame, runs: Mapping[str, pd.DataFrame]) -> pd.Da
             "category": df["category"].astype(object).to_numpy(), "score": df["score"].to_numpy(np.float64),
             "status": df["status"].astype(object).to_numpy(), "matched": matched,
             "iou": df["iou"].to_numpy(np.float64) if "iou" in df else np.nan, "gt_category": gcat}))
-    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=BOX_COLUMNS)
-    return out[BOX_COLUMNS]
+    out = pd.concat(parts, ignore_index=True)[BOX_COLUMNS]
+    gc = out["gt_category"].astype(object)
+    out["gt_category"] = gc.where(gc.notna(), None)
+    return out
 
 
 def filter_boxes(boxes: pd.DataFrame, *, classes: Iterable[str] = (), runs: Iterable[str] | None = None,
@@ -263,7 +265,7 @@ def box_labels(boxes: pd.DataFrame, with_score: bool = True) -> list[str]:
             out.append(f"{cat}")
             continue
         text = f"{cat} {score:.2f}" if with_score else f"{cat}"
-        if status == "mislabelled" and gcat is not None and gcat != cat:
+        if status == "mislabelled" and isinstance(gcat, str) and gcat != cat:
             text += f" ≠ {gcat}"
         out.append(text)
     return out

@@ -70,6 +70,7 @@ KEYS: tuple[Key, ...] = (
     Key("image_id", None, "optint", "img", doc="image shown in the scene inspector"),
     Key("f_classes", [], "list", "cls", doc="scene filter: classes (GT or prediction)"),
     Key("f_errors", [], "list", "err", ERROR_FILTERS, doc="scene filter: images with these statuses"),
+    Key("f_run", "", "str", "frun", doc="scene filter: statuses of this run only ('': any shown run)"),
     Key("f_min_score", 0.0, "float", "fsc", lo=0.0, hi=1.0, doc="scene filter: hide predictions below"),
     Key("color_by", "status", "choice", "col", COLOR_BY, doc="box colour: by status or by class"),
     Key("show_3d", False, "bool", "3d", doc="show the 3D point-cloud view"),

@@ -56,7 +56,7 @@ class Render:
 @lru_cache(maxsize=8)
 def _pixel_dirs(width: int, height: int, fx: float, fy: float, cx: float, cy: float) -> np.ndarray:
     u, v = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
-    d = np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)], -1).reshape(-1, 3)
+    d = np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float32)
     d.flags.writeable = False
     return d
 
@@ -92,25 +92,23 @@ def _cast(rs, origins: np.ndarray, dirs: np.ndarray):
     rays = np.concatenate([np.broadcast_to(origins, dirs.shape), dirs], 1).astype(np.float32)
     out = rs.cast_rays(o3d.core.Tensor(rays))
     return (out["t_hit"].numpy(), out["geometry_ids"].numpy().astype(np.int64),
-            out["primitive_ids"].numpy().astype(np.int64), out["primitive_normals"].numpy())
+            out["primitive_ids"].numpy(), out["primitive_normals"].numpy())
 
 
-def _hash(*ints: np.ndarray) -> np.ndarray:
-    """Deterministic per-cell pseudo-random numbers in [0, 1) from integer cell indices."""
-    h = np.zeros(np.shape(ints[0]), np.uint64)
-    for k, a in enumerate(ints):
-        h ^= (np.asarray(a).astype(np.int64).astype(np.uint64) * np.uint64((73856093, 19349663, 83492791)[k % 3]))
-        h = (h ^ (h >> np.uint64(13))) * np.uint64(0x5BD1E995)
-        h &= np.uint64(0xFFFFFFFF)
-    h ^= h >> np.uint64(15)
-    return (h & np.uint64(0xFFFF)).astype(np.float64) / 65536.0
+def _hash(*cells: np.ndarray) -> np.ndarray:
+    """Deterministic per-cell pseudo-random numbers in [0, 1) from integer-valued cell indices (float arrays)."""
+    acc = np.zeros(np.shape(cells[0]))
+    for k, c in enumerate(cells):
+        acc = acc + np.asarray(c, np.float64) * (12.9898, 78.233, 37.719)[k % 3]
+    h = np.sin(acc) * 43758.5453
+    return (h - np.floor(h)).astype(np.float32)
 
 
 def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, n_layout: np.ndarray) -> np.ndarray:
     """Base colour of background hits: part indices (n,), layout hit points (n, 3) (x, height, z),
     layout-frame normals (n, 3)."""
     mats = np.array([b.material for b in scene.background])
-    base = np.array([b.rgb for b in scene.background])[part].copy()
+    base = np.array([b.rgb for b in scene.background], np.float32)[part]
     mat = mats[part]
     x, h, z = P[:, 0], P[:, 1], P[:, 2]
     out = base
@@ -185,7 +183,7 @@ def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, n_layout
 
 def _sky(v: np.ndarray, height: int) -> np.ndarray:
     t = np.clip(v / max(height, 1), 0, 1)[:, None]
-    return (1 - t) * np.array([0.50, 0.68, 0.90]) + t * np.array([0.85, 0.90, 0.95])
+    return ((1 - t) * np.array([0.50, 0.68, 0.90], np.float32) + t * np.array([0.85, 0.90, 0.95], np.float32))
 
 
 def render(scene: S.Scene, *, points: bool = True, rgb: bool = True) -> Render:
@@ -205,7 +203,8 @@ def render(scene: S.Scene, *, points: bool = True, rgb: bool = True) -> Render:
 
     image = None
     if rgb:
-        image = _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals)
+        image = _shade(scene, dirs, np.where(hit, t_hit, 0).astype(np.float32), hit, inst, bgi,
+                       prim.astype(np.int64), normals)
 
     n_obj = len(scene.objects)
     visible = np.bincount(inst[inst >= 0], minlength=n_obj).astype(np.int64)
@@ -226,7 +225,7 @@ def render(scene: S.Scene, *, points: bool = True, rgb: bool = True) -> Render:
         x0, y0 = int(np.floor(trunc[0, 0])), int(np.floor(trunc[0, 1]))
         x1, y1 = int(np.ceil(trunc[0, 2])), int(np.ceil(trunc[0, 3]))
         area = (x1 - x0 + 1) * (y1 - y0 + 1)
-        stride = max(1, int(np.ceil(np.sqrt(area / 6000.0))))
+        stride = max(1, int(np.ceil(np.sqrt(area / 1500.0))))
         ys, xs = np.mgrid[y0:y1 + 1:stride, x0:x1 + 1:stride]
         ys, xs = ys.ravel(), xs.ravel()
         single = build_raycasting_scene([geoms[n_bg + i]])
@@ -253,66 +252,75 @@ def render(scene: S.Scene, *, points: bool = True, rgb: bool = True) -> Render:
                   visible_px=visible, alone_px=alone, visibility=visibility, points=pts, point_obj=pobj)
 
 
+@lru_cache(maxsize=8)
+def _sensor(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-resolution vignetting factor (flattened) and a fixed noise pattern (2x the image, for random shifts)."""
+    yy, xx = np.mgrid[0:height, 0:width]
+    r2 = ((xx - width / 2) / (width / 2)) ** 2 + ((yy - height / 2) / (height / 2)) ** 2
+    vign = (255.0 * (1.0 - 0.12 * r2)).astype(np.float32).ravel()
+    noise = np.random.Generator(np.random.PCG64(12345)).normal(0, 1.6, 2 * width * height).astype(np.float32)
+    vign.flags.writeable = False
+    noise.flags.writeable = False
+    return vign, noise
+
+
 def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
     spec = scene.spec
     W, H = spec.width, spec.height
-    n = normals.astype(np.float64)
-    dn = np.einsum("ij,ij->i", n, dirs)
-    n = np.where((dn > 0)[:, None], -n, n)
-    col = np.zeros((H * W, 3))
-    mat = np.zeros(H * W, np.int32)
-    # objects: per-part colours
-    objm = inst >= 0
-    if objm.any():
+    N = W * H
+    n = normals  # float32 (N, 3), arbitrary orientation
+    L = (-scene.light_dir_camera()).astype(np.float32)
+    nd = n[:, 0] * dirs[:, 0] + n[:, 1] * dirs[:, 1] + n[:, 2] * dirs[:, 2]
+    nl = n[:, 0] * L[0] + n[:, 1] * L[1] + n[:, 2] * L[2]
+    facing = np.where(nd > 0, -1.0, 1.0).astype(np.float32)  # flips normals towards the camera
+    diffuse = np.clip(nl * facing, 0, 1)
+    col = np.zeros((N, 3), np.float32)
+    mat = np.zeros(N, np.int8)
+    objm = np.flatnonzero(inst >= 0)
+    if len(objm):
         offs = np.cumsum([0] + [len(o.shape.tris) for o in scene.objects])
         poffs = np.cumsum([0] + [len(o.shape.part_color) for o in scene.objects])
         tri_part = np.concatenate([o.shape.tri_part + p for o, p in zip(scene.objects, poffs[:-1])])
-        part_col = np.concatenate([o.shape.part_color for o in scene.objects])
-        part_mat = np.concatenate([o.shape.part_material for o in scene.objects])
+        part_col = np.concatenate([o.shape.part_color for o in scene.objects]).astype(np.float32)
+        part_mat = np.concatenate([o.shape.part_material for o in scene.objects]).astype(np.int8)
         gp = tri_part[offs[inst[objm]] + prim[objm]]
         col[objm] = part_col[gp]
         mat[objm] = part_mat[gp]
-    bgm = bgi >= 0
-    if bgm.any():
-        P_cam = dirs[bgm] * t_hit[bgm, None]
-        P = scene.camera_to_layout(P_cam)
-        # normals to layout frame (x, height, z): undo R_cw, then world->layout rotation
-        nw = n[bgm] @ np.asfortranarray(scene.R_cw)
+    bgm = np.flatnonzero(bgi >= 0)
+    if len(bgm):
+        P = scene.camera_to_layout(dirs[bgm] * t_hit[bgm, None])
+        nb = n[bgm] * facing[bgm, None]
+        nw = nb @ np.asfortranarray(scene.R_cw.astype(np.float32))
         r, f = scene._axes()
         n_lay = np.stack([r[0] * nw[:, 0] + f[0] * nw[:, 2], -nw[:, 1], r[1] * nw[:, 0] + f[1] * nw[:, 2]], -1)
         col[bgm] = _background_colour(scene, bgi[bgm].astype(np.int64), P, n_lay)
-    L = -scene.light_dir_camera()
-    diffuse = np.clip(n @ L, 0, 1)
     indoor = spec.environment == "indoor"
     amb, kd = (0.5, 0.6) if indoor else (0.45, 0.75)
     shade = amb + kd * diffuse
     if indoor:  # gentle fall-off with distance from the camera (room lights)
         shade *= np.clip(1.1 - 0.035 * np.where(hit, t_hit, 0), 0.75, 1.1)
+    vign, noise = _sensor(W, H)
+    shade *= vign
     out = col * shade[:, None]
-    gl = (mat == GLOSSY) | (mat == GLASS)
-    if gl.any():
-        dnorm = dirs[gl] / np.linalg.norm(dirs[gl], axis=1, keepdims=True)
-        refl = dnorm - 2 * np.einsum("ij,ij->i", dnorm, n[gl])[:, None] * n[gl]
+    gl = np.flatnonzero((mat == GLOSSY) | (mat == GLASS))
+    if len(gl):
+        ng = n[gl] * facing[gl, None]
+        dg = dirs[gl] / np.linalg.norm(dirs[gl], axis=1, keepdims=True)
+        refl = dg - 2 * (dg * ng).sum(1, keepdims=True) * ng
         spec_ = np.clip(refl @ L, 0, 1) ** 24
-        out[gl] += (0.45 if indoor else 0.6) * spec_[:, None]
-        g2 = mat[gl] == GLASS
+        add = (0.45 if indoor else 0.6) * spec_[:, None] * np.ones(3, np.float32)
         if not indoor:
-            sky_ref = np.clip(-refl[:, 1], 0, 1)[:, None] * np.array([0.25, 0.3, 0.38])
-            out[gl] += np.where(g2[:, None], sky_ref, 0.0)
-    em = mat == EMISSIVE
-    out[em] = col[em] * 1.05
-    miss = ~hit
-    if miss.any():
-        v = np.nonzero(miss)[0] // W
-        out[miss] = _sky(v.astype(float), H)
-    img = out.reshape(H, W, 3)
-    # mild sensor effects: vignetting and a little deterministic noise
-    yy, xx = np.mgrid[0:H, 0:W]
-    r2 = ((xx - W / 2) / (W / 2)) ** 2 + ((yy - H / 2) / (H / 2)) ** 2
-    img *= (1.0 - 0.12 * r2)[..., None]
-    rng = np.random.Generator(np.random.PCG64(scene.image_id))
-    img = img * 255.0 + rng.normal(0, 1.6, (H, W, 1))
-    return np.clip(img, 0, 255).astype(np.uint8)
+            g2 = (mat[gl] == GLASS)[:, None]
+            add = add + np.where(g2, np.clip(-refl[:, 1:2], 0, 1) * np.array([0.25, 0.3, 0.38], np.float32), 0)
+        out[gl] += add * vign[gl, None]
+    em = np.flatnonzero(mat == EMISSIVE)
+    out[em] = col[em] * 1.05 * vign[em, None]
+    miss = np.flatnonzero(~hit)
+    if len(miss):
+        out[miss] = _sky((miss // W).astype(np.float32), H) * vign[miss, None]
+    shift = int(scene.image_id * 7919) % N
+    out += noise[shift:shift + N, None]
+    return np.clip(out, 0, 255).astype(np.uint8).reshape(H, W, 3)
 
 
 def lidar_scan(scene: S.Scene, rs, n_bg: int) -> tuple[np.ndarray, np.ndarray]:

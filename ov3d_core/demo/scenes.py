@@ -111,7 +111,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         name="demo_indoor", folder="indoor", environment="indoor", stream=1, width=640, height=480, focal=520.0,
         cam_height=(1.2, 1.6), pitch_deg=(8.0, 24.0), taxonomy=INDOOR_TAXONOMY, vocabulary=INDOOR_VOCAB,
-        image_id_base=100000, ann_id_base=1_000_000, dataset_id=90, source="OV3D demo: synthetic RGB-D rooms",
+        image_id_base=100000, ann_id_base=10_000_000, dataset_id=90, source="OV3D demo: synthetic RGB-D rooms",
         style="indoor",
         subsets={"base": ["chair", "table", "sofa", "bed", "cabinet", "shelves", "television", "lamp", "sink",
                           "toilet"],
@@ -120,14 +120,14 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         name="demo_outdoor", folder="outdoor", environment="outdoor", stream=2, width=1242, height=375, focal=721.5,
         cam_height=(1.65, 1.65), pitch_deg=(-0.3, 0.3), taxonomy=OUTDOOR_TAXONOMY, vocabulary=OUTDOOR_VOCAB,
-        image_id_base=200000, ann_id_base=2_000_000, dataset_id=91,
+        image_id_base=200000, ann_id_base=20_000_000, dataset_id=91,
         source="OV3D demo: synthetic KITTI-like street scenes with a 32-beam LiDAR", style="kitti",
         subsets={"base": ["car", "pedestrian", "cyclist"],
                  "novel": ["van", "truck", "bus", "tram", "barrier", "traffic cone"]}),
     DatasetSpec(
-        name="demo_outdoor_av", folder="outdoor_av", environment="outdoor", stream=3, width=960, height=600,
-        focal=700.0, cam_height=(1.8, 1.95), pitch_deg=(1.0, 3.0), taxonomy=AV_TAXONOMY, vocabulary=AV_VOCAB,
-        image_id_base=300000, ann_id_base=3_000_000, dataset_id=92,
+        name="demo_outdoor_av", folder="outdoor_av", environment="outdoor", stream=3, width=768, height=576,
+        focal=580.0, cam_height=(1.8, 1.95), pitch_deg=(1.0, 3.0), taxonomy=AV_TAXONOMY, vocabulary=AV_VOCAB,
+        image_id_base=300000, ann_id_base=30_000_000, dataset_id=92,
         source="OV3D demo: synthetic street scenes with an Argoverse-2-like taxonomy", style="av",
         subsets={"base": ["regular vehicle", "pedestrian", "bus"],
                  "novel": ["large vehicle", "box truck", "truck cab", "articulated bus", "bicyclist",
@@ -240,12 +240,16 @@ class Scene:
 
     def object_pose(self, obj: Placed) -> tuple[np.ndarray, np.ndarray]:
         """(center_cam (3,), R_cam (3, 3)) of an object's GT box."""
+        return self.pose_at(obj.x, obj.z, obj.heading, obj.base, obj.h)
+
+    def pose_at(self, x: float, z: float, heading: float, base: float, h: float) -> tuple[np.ndarray, np.ndarray]:
+        """Camera-frame centre and rotation of a box of height ``h`` standing at layout (x, z) on ``base``."""
         r, f = self._axes()
-        d = np.array([np.cos(obj.heading), np.sin(obj.heading)])
+        d = np.array([np.cos(heading), np.sin(heading)])
         hx, hz = float(r @ d), float(f @ d)
         ry = np.arctan2(-hz, hx)
         R = self.R_cw @ rotation_y(ry)[0]
-        c = self.layout_to_camera(np.array([obj.x, obj.base + obj.h / 2, obj.z]))
+        c = self.layout_to_camera(np.array([x, base + h / 2, z]))
         return c, R
 
     def light_dir_camera(self) -> np.ndarray:

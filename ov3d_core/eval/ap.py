@@ -2,7 +2,7 @@
 
 Stages (each pure):
 
-1. order: detections sorted by (-score, image, tie-break) once (stable), truncated to ``max_dets`` per
+1. order: detections sorted by (-score, image, tie-break) once (stable radix sort), truncated to ``max_dets`` per
    (image, category), and bucketed by category for accumulation;
 2. match: :func:`ov3d_core.eval.matching.coco_greedy_match` (numba) for all thresholds and ranges;
 3. accumulate: :func:`_accumulate` (numba): cumulative TP/FP, precision envelope, 101-point sampling.
@@ -27,7 +27,9 @@ from numba import njit
 
 from ov3d_core.eval.matching import (
     STATE_FP,
+    STATE_IGNORED,
     STATE_TP,
+    argsort_desc_stable,
     coco_greedy_match,
     pairs_by_pred,
     stable_bucket,
@@ -224,50 +226,80 @@ class APInputs:
 # ---------------------------------------------------------------------------------------------------- accumulate
 @njit(cache=True)
 def _accumulate(state, cat_indptr, npig, rec_thrs):
-    """Per (category, range, threshold): cumulative TP/FP over the score-sorted detections, recall = tp / npig,
-    precision = tp / (tp + fp + eps), envelope from the right, sampled at ``searchsorted(recall, thr, "left")``
-    (0 beyond the last recall). Categories with npig = 0 stay NaN (Omni3D's -1)."""
-    n_ranges, n_thr, n_acc = state.shape
+    """Per (category, range, threshold), over the detections in score order: recall = tp / npig, precision =
+    tp / (tp + fp + eps), made non-increasing from the right, sampled at ``searchsorted(recall, r, "left")`` for each
+    recall threshold r (0 beyond the last recall); final recall = tp / npig (0 without detections). Categories with
+    npig = 0 stay NaN (Omni3D's -1).
+
+    ``state`` is ``(n_acc, A, T)`` in accumulation order (category segments given by ``cat_indptr``). Only the TP
+    events are kept, which gives the same numbers as COCO's full arrays: recall rises only at a TP, so for r > 0 the
+    first index with recall >= r is a TP event, and between TPs precision only falls, so the envelope at a TP event
+    is the maximum precision over the TP events from there on. For r <= 0 the index is 0, whose envelope is the
+    maximum over all events (0 if there is none). Each TP takes a distinct non-ignored GT, so a (category, range)
+    has at most npig events.
+    """
+    n_acc, n_ranges, n_thr = state.shape
     n_cat = cat_indptr.shape[0] - 1
     n_rec = rec_thrs.shape[0]
     eps = np.spacing(1.0)
     precision = np.full((n_thr, n_rec, n_cat, n_ranges), np.nan)
     recall = np.full((n_thr, n_cat, n_ranges), np.nan)
-    rc = np.empty(max(n_acc, 1))
-    pr = np.empty(max(n_acc, 1))
+    cap = 1
+    for k in range(n_cat):
+        for a in range(n_ranges):
+            cap = max(cap, npig[k, a])
+    ev_rc = np.empty((n_ranges, n_thr, cap))
+    ev_pr = np.empty((n_ranges, n_thr, cap))
+    ne = np.zeros((n_ranges, n_thr), np.int64)
+    tp = np.zeros((n_ranges, n_thr))
+    fp = np.zeros((n_ranges, n_thr))
     for k in range(n_cat):
         s0 = cat_indptr[k]
         nd = cat_indptr[k + 1] - s0
+        ne[:] = 0
+        tp[:] = 0.0
+        fp[:] = 0.0
+        for i in range(s0, s0 + nd):
+            for a in range(n_ranges):
+                n_pos = npig[k, a]
+                if n_pos == 0:
+                    continue
+                for t in range(n_thr):
+                    s = state[i, a, t]
+                    if s == STATE_TP:
+                        tp[a, t] += 1.0
+                        j = ne[a, t]
+                        ev_rc[a, t, j] = tp[a, t] / n_pos
+                        ev_pr[a, t, j] = tp[a, t] / (fp[a, t] + tp[a, t] + eps)
+                        ne[a, t] = j + 1
+                    elif s == STATE_FP:
+                        fp[a, t] += 1.0
         for a in range(n_ranges):
             n_pos = npig[k, a]
             if n_pos == 0:
                 continue
             for t in range(n_thr):
-                tp = 0.0
-                fp = 0.0
-                for i in range(nd):
-                    s = state[a, t, s0 + i]
-                    if s == STATE_TP:
-                        tp += 1.0
-                    elif s == STATE_FP:
-                        fp += 1.0
-                    rc[i] = tp / n_pos
-                    pr[i] = tp / (fp + tp + eps)
-                recall[t, k, a] = rc[nd - 1] if nd > 0 else 0.0
-                for i in range(nd - 1, 0, -1):
-                    if pr[i] > pr[i - 1]:
-                        pr[i - 1] = pr[i]
+                n_ev = ne[a, t]
+                recall[t, k, a] = tp[a, t] / n_pos if nd > 0 else 0.0
+                rc = ev_rc[a, t]
+                pr = ev_pr[a, t]
+                for j in range(n_ev - 2, -1, -1):
+                    if pr[j + 1] > pr[j]:
+                        pr[j] = pr[j + 1]
                 for r in range(n_rec):
                     thr = rec_thrs[r]
+                    if thr <= 0.0:
+                        precision[t, r, k, a] = pr[0] if n_ev > 0 else 0.0
+                        continue
                     lo = 0
-                    hi = nd
+                    hi = n_ev
                     while lo < hi:
                         mid = (lo + hi) // 2
                         if rc[mid] < thr:
                             lo = mid + 1
                         else:
                             hi = mid
-                    precision[t, r, k, a] = pr[lo] if lo < nd else 0.0
+                    precision[t, r, k, a] = pr[lo] if lo < n_ev else 0.0
     return precision, recall
 
 
@@ -386,13 +418,11 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     if rank is not None:
         ev = ev[np.argsort(rank[ev], kind="stable")]
     base, _ = stable_bucket(ev, pi, max(n_img, 1))  # (image, tie-break)
-    by_score = base[np.argsort(-pred_score[base], kind="stable")]  # (-score, image, tie-break)
+    by_score = argsort_desc_stable(pred_score, base)  # (-score, image, tie-break)
     by_image, img_ptr = stable_bucket(by_score, pi, max(n_img, 1))  # (image, -score, tie-break)
     keep = truncate_per_group(by_image, img_ptr, pred_label, max(K, 1), params.max_dets)
     det_order = by_score[keep[by_score]]
-    acc_order, cat_ptr = stable_bucket(det_order, pred_label, max(K, 1))
-    acc_pos = np.full(n_pred, -1, np.int64)
-    acc_pos[acc_order] = np.arange(len(acc_order))
+    acc_order, cat_ptr = stable_bucket(det_order, pred_label, max(K, 1))  # (category, -score, image, tie-break)
 
     # 2. pairs of the same category between evaluated GT and kept detections, as CSR per detection
     lab_g = gt_label[pair_gt]
@@ -406,29 +436,31 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
         sel &= pair_iou >= t_min
     perm, indptr = pairs_by_pred(pair_gt, pair_pred, sel, max(n_gt, 1), n_pred)
 
-    # proximity: does the detection's (image, category) have any GT (ignored included)?
-    if any_prox:
-        gmask = gt_label >= 0
-        gkey = gi[gmask] * K + gt_label[gmask]
-        dkey = pi * K + np.maximum(pred_label, 0)
-        det_has_gt = np.isin(dkey, gkey) & (pred_label >= 0)
-    else:
-        det_has_gt = np.zeros(n_pred, bool)
-
     # ranges (inclusive): out if value < lo or value > hi
     lo = np.array([r[0] for r in params.ranges.values()])[:, None]
     hi = np.array([r[1] for r in params.ranges.values()])[:, None]
     gt_ign_r = gt_ignore[None, :] | (gt_value[None, :] < lo) | (gt_value[None, :] > hi)
-    det_out_r = (pred_value[None, :] < lo) | (pred_value[None, :] > hi)
+    acc_value = pred_value[acc_order]
+    unmatched_ign = (acc_value[:, None] < lo.T) | (acc_value[:, None] > hi.T)  # (n_acc, A)
+    if any_prox:
+        # proximity: far = no same-category GT with 2D IoU > thresh, in an (image, category) that has GT
+        gmask = gt_label >= 0
+        gkey = gi[gmask] * K + gt_label[gmask]
+        acc_key = pi[acc_order] * K + pred_label[acc_order]
+        near = np.zeros(n_pred, bool)
+        near[pair_pred[sel & in_prox]] = True
+        far = det_prox[acc_order] & np.isin(acc_key, gkey) & ~near[acc_order]
+        unmatched_ign |= far[:, None]
+    unmatched = np.where(unmatched_ign, np.uint8(STATE_IGNORED), np.uint8(STATE_FP))
     names = params.range_names
     rec_a = names.index("all") if "all" in names else 0
     T = len(params.iou_thresholds)
     dt_match = np.full((T, n_pred if return_matches else 0), -1, np.int64)
     gt_match = np.full((T, n_gt if return_matches else 0), -1, np.int64)
-
-    state = coco_greedy_match(det_order, indptr, perm, pair_gt, pair_iou, in_prox, det_prox, det_has_gt,
-                              gt_ign_r, det_out_r, params.iou_thresholds, acc_pos, len(acc_order),
-                              rec_a if return_matches else -1, dt_match, gt_match)
+    state = np.repeat(unmatched[:, :, None], T, axis=2)  # (n_acc, A, T); matched detections are overwritten
+    rows = np.flatnonzero(np.diff(indptr)[acc_order] > 0)
+    coco_greedy_match(acc_order, rows, indptr, perm, pair_gt, pair_iou, in_prox, det_prox, gt_ign_r,
+                      params.iou_thresholds, unmatched, state, rec_a if return_matches else -1, dt_match, gt_match)
 
     # 3. accumulate
     gvalid = gt_label >= 0
@@ -440,9 +472,9 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
 
     matches = None
     if return_matches:
-        st = state[rec_a]  # (T, n_acc)
+        st = state[:, rec_a, :].T  # (T, n_acc)
         dt_ignore = np.zeros((T, n_pred), bool)
-        dt_ignore[:, acc_order] = st == 2
+        dt_ignore[:, acc_order] = st == STATE_IGNORED
         dt_eval = np.zeros(n_pred, bool)
         dt_eval[det_order] = True
         for arr in (dt_match, gt_match):

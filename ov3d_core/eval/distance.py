@@ -27,7 +27,9 @@ the pair cache). Reference: ``reference/siglip_metrics_prompts.md`` §2 (nuScene
 - WildDet3D variants reported beside: ``AOE_sym = min(θ, π − θ) / (π/2)`` and ``AOE_canonical`` (both rotations
   canonicalised first: W <= L forced by a right-multiplied Ry(90°) with w and l swapped, then yaw folded into
   [0, π) by a right-multiplied Ry(180°); both leave the box itself unchanged), with ``ODS_sym`` and
-  ``ODS_canonical`` (WildDet3D's primary open-vocabulary ranking number).
+  ``ODS_canonical`` (WildDet3D's primary open-vocabulary ranking number). Yaw is ``ov3d_core.geometry.boxes.yaw_of``;
+  as in WildDet3D, two nearly equal boxes on either side of the fold boundary (yaw ≈ 0 or ≈ π, or w ≈ l) can still
+  come out 180° or 90° apart.
 
 **nuScenes-style variant** (:func:`nuscenes_eval`): BEV centre distance in the camera frame (x, z), thresholds
 0.5 / 1 / 2 / 4 m, match when distance < threshold (strict), each detection takes the nearest unmatched GT of its
@@ -108,9 +110,9 @@ def _yaw_diff(yaw_a: np.ndarray, yaw_b: np.ndarray, period: np.ndarray) -> np.nd
 
 # ---------------------------------------------------------------------------------------------------- candidates
 def _image_codes(gt_image, pred_image) -> tuple[np.ndarray, np.ndarray]:
-    gt_image = np.asarray(gt_image).reshape(len(gt_image), -1)
-    pred_image = np.asarray(pred_image).reshape(len(pred_image), -1)
-    keys = np.concatenate([gt_image, pred_image])
+    gt_image, pred_image = np.asarray(gt_image), np.asarray(pred_image)
+    width = gt_image.shape[1] if gt_image.ndim == 2 else pred_image.shape[1] if pred_image.ndim == 2 else 1
+    keys = np.concatenate([gt_image.reshape(len(gt_image), width), pred_image.reshape(len(pred_image), width)])
     if len(keys) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     _, inv = np.unique(keys, axis=0, return_inverse=True)
@@ -160,8 +162,7 @@ def _greedy_nearest(det_order, indptr, cand_gt, cand_dist, cand_scale, threshold
     return dt_match
 
 
-def _detection_order(pred_icode, pred_label, pred_score, pred_image_key, max_dets: int | None,
-                     evaluated: np.ndarray) -> np.ndarray:
+def _detection_order(pred_icode, pred_label, pred_score, max_dets: int | None, evaluated: np.ndarray) -> np.ndarray:
     """Evaluated detection rows in global (-score, image, row) order, truncated to ``max_dets`` per (image, label)."""
     ev = np.flatnonzero(evaluated)
     order = ev[np.lexsort((ev, pred_icode[ev], -pred_score[ev]))]
@@ -305,13 +306,14 @@ class DistanceResult:
 
 def _prep(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_image, pred_label, pred_score, pred_center,
           pred_dims, pred_R):
+    f64 = np.float64
     out = dict(
         gt_label=np.asarray(gt_label, np.int64).reshape(-1), gt_ignore=np.asarray(gt_ignore, bool).reshape(-1),
-        gt_center=np.asarray(gt_center, np.float64).reshape(-1, 3), gt_dims=np.asarray(gt_dims, np.float64).reshape(-1, 3),
-        gt_R=np.asarray(gt_R, np.float64).reshape(-1, 3, 3),
-        pred_label=np.asarray(pred_label, np.int64).reshape(-1), pred_score=np.asarray(pred_score, np.float64).reshape(-1),
-        pred_center=np.asarray(pred_center, np.float64).reshape(-1, 3),
-        pred_dims=np.asarray(pred_dims, np.float64).reshape(-1, 3), pred_R=np.asarray(pred_R, np.float64).reshape(-1, 3, 3))
+        gt_center=np.asarray(gt_center, f64).reshape(-1, 3), gt_dims=np.asarray(gt_dims, f64).reshape(-1, 3),
+        gt_R=np.asarray(gt_R, f64).reshape(-1, 3, 3),
+        pred_label=np.asarray(pred_label, np.int64).reshape(-1), pred_score=np.asarray(pred_score, f64).reshape(-1),
+        pred_center=np.asarray(pred_center, f64).reshape(-1, 3), pred_dims=np.asarray(pred_dims, f64).reshape(-1, 3),
+        pred_R=np.asarray(pred_R, f64).reshape(-1, 3, 3))
     n_gt, n_pred = len(out["gt_label"]), len(out["pred_label"])
     for k, v in out.items():
         n = n_gt if k.startswith("gt") else n_pred
@@ -373,7 +375,7 @@ def center_distance_eval(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R
     pred_out = (pz < lo) | (pz > hi)
     thr = np.minimum(np.asarray(p.thresholds, np.float64), 1.0 - 1e-10)
     T = len(thr)
-    det_order = _detection_order(a["pred_icode"], a["pred_label"], a["pred_score"], None, p.max_dets,
+    det_order = _detection_order(a["pred_icode"], a["pred_label"], a["pred_score"], p.max_dets,
                                  a["pred_label"] >= 0)
     radius = np.linalg.norm(a["gt_dims"], axis=1) / 2.0
     gc, pc = a["gt_center"], a["pred_center"]
@@ -540,7 +542,7 @@ def nuscenes_eval(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_
         gl[np.hypot(gc[:, 0], gc[:, 2]) > rng[gl]] = -1
         pl[np.hypot(pc[:, 0], pc[:, 2]) > rng[pl]] = -1
     gt_ign = a["gt_ignore"]
-    det_order = _detection_order(a["pred_icode"], pl, a["pred_score"], None, None, pl >= 0)
+    det_order = _detection_order(a["pred_icode"], pl, a["pred_score"], None, pl >= 0)
     ths = np.asarray(p.dist_ths, np.float64)
     all_ths = np.unique(np.r_[ths, p.dist_th_tp])
 

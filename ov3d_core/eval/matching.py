@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["stable_bucket", "pairs_by_pred", "truncate_per_group", "coco_greedy_match", "greedy_one_to_one",
+__all__ = ["stable_bucket", "argsort_desc_stable", "pairs_by_pred", "truncate_per_group", "coco_greedy_match", "greedy_one_to_one",
            "STATE_FP", "STATE_TP", "STATE_IGNORED"]
 
 #: Per (range, threshold, detection) outcome codes written by :func:`coco_greedy_match`.
@@ -39,6 +39,55 @@ def stable_bucket(order, keys, n_keys):
         out[pos[k]] = order[i]
         pos[k] += 1
     return out, indptr
+
+
+def descending_keys(values: np.ndarray) -> np.ndarray:
+    """uint64 keys whose ascending order is the descending order of the float64 ``values`` (-0.0 == 0.0; no NaN)."""
+    u = (np.asarray(values, np.float64) + 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0
+    neg = (u >> np.uint64(63)) == np.uint64(1)
+    asc = np.where(neg, ~u, u | np.uint64(1 << 63))
+    return ~asc
+
+
+@njit(cache=True)
+def radix_order(keys, order):
+    """Reorder ``order`` (row indices) stably by ``keys[row]`` (uint64, ascending): LSD radix sort with 11-bit digits;
+    passes whose digit is constant are skipped. O(n); ties keep the input order."""
+    n = order.shape[0]
+    cur = order.copy()
+    nxt = np.empty(n, np.int64)
+    k = np.empty(n, np.uint64)
+    for i in range(n):
+        k[i] = keys[cur[i]]
+    kn = np.empty(n, np.uint64)
+    counts = np.zeros((6, 2049), np.int64)
+    mask = np.uint64(0x7FF)
+    for i in range(n):  # all six histograms in one read
+        x = k[i]
+        for p in range(6):
+            counts[p, np.int64((x >> np.uint64(11 * p)) & mask) + 1] += 1
+    for p in range(6):
+        c = counts[p]
+        if n == 0 or c.max() == n:
+            continue
+        for b in range(2048):
+            c[b + 1] += c[b]
+        shift = np.uint64(11 * p)
+        for i in range(n):
+            b = np.int64((k[i] >> shift) & mask)
+            j = c[b]
+            nxt[j] = cur[i]
+            kn[j] = k[i]
+            c[b] = j + 1
+        cur, nxt = nxt, cur
+        k, kn = kn, k
+    return cur
+
+
+def argsort_desc_stable(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``order`` reordered by descending ``values[row]``, ties keeping their order in ``order`` (a stable sort on
+    -value, as Omni3D's mergesort)."""
+    return radix_order(descending_keys(values), np.ascontiguousarray(order, np.int64))
 
 
 @njit(cache=True)
@@ -74,91 +123,96 @@ def truncate_per_group(order_by_image, image_indptr, label, n_categories, max_de
 
 
 @njit(cache=True)
-def coco_greedy_match(det_order, indptr, perm, pair_gt, pair_iou, pair_in_prox, det_prox, det_has_gt,
-                      gt_ignore_r, det_out_r, thresholds, acc_pos, n_acc, record_range, dt_match, gt_match):
+def coco_greedy_match(det_order, rows, indptr, perm, pair_gt, pair_iou, pair_in_prox, det_prox, gt_ignore_r,
+                      thresholds, unmatched, state, record_range, dt_match, gt_match):
     """Omni3D / COCO greedy matching of every detection at every IoU threshold and range.
 
-    Per (image, category) group the detections are visited in score order (``det_order`` is a global score order;
-    groups never interact, so one global walk keeps each group's order). For each range a and threshold t, a
-    detection scans the GTs of its group in the sorted order of ``evaluateImg`` (non-ignored first, then ignored,
-    each by row), skipping GTs already matched at t, with proximity skipping GTs whose 2D IoU is not above the
-    proximity threshold, stopping at the ignored ones once it holds a non-ignored match, and taking any GT whose IoU
-    is >= the best so far (start ``min(t, 1 - 1e-10)``; ties go to the later GT). The detection inherits the GT's
-    ignore flag. Unmatched detections whose range value is out of range are ignored; with proximity, so are
-    detections whose 2D IoU with every GT of their group is <= the threshold, when the group has GT.
+    Per (image, category) group the detections are visited in score order. ``det_order`` is the accumulation order
+    (category, -score, image, tie-break): groups never interact, so any order that keeps each group's score order
+    gives the same matches, and this one lets the outcome be written sequentially. For each range a and threshold t, a
+    detection scans the GTs of its group in the sorted order of ``evaluateImg`` (non-ignored first, then ignored, each
+    by row), skipping GTs already matched at t, with proximity skipping GTs whose 2D IoU is not above the proximity
+    threshold, stopping at the ignored ones once it holds a non-ignored match, and taking any GT whose IoU is >= the
+    best so far (start ``min(t, 1 - 1e-10)``; ties go to the later GT). The detection inherits the GT's ignore flag.
+    An unmatched detection gets ``unmatched[i, a]`` (ignored when its range value is out of range, or far from every
+    GT of its group under proximity; else FP), which the caller has already written to ``state``.
 
     Args:
-        det_order: ``(n_det,)`` detection rows to match, in global (-score, image, tie-break) order.
+        det_order: ``(n_acc,)`` detection rows in accumulation order.
+        rows: positions i (ascending) of the detections that have candidate pairs; the others keep ``unmatched``.
         indptr, perm: CSR of candidate pairs per detection row (``pairs_by_pred``), GT rows ascending.
         pair_gt, pair_iou: ``(P,)`` GT row and IoU of each pair (pairs of the same category only).
         pair_in_prox: ``(P,)`` bool, 2D IoU > proximity threshold.
         det_prox: ``(n_pred,)`` bool, proximity evaluation on for this detection's dataset.
-        det_has_gt: ``(n_pred,)`` bool, the detection's (image, category) has at least one GT (ignored included).
         gt_ignore_r: ``(A, n_gt)`` bool, GT ignored for range a (flag or out of range).
-        det_out_r: ``(A, n_pred)`` bool, detection range value out of range a.
         thresholds: ``(T,)`` IoU thresholds.
-        acc_pos: ``(n_pred,)`` position of each detection in the accumulation order (``n_acc`` positions).
+        unmatched: ``(n_acc, A)`` uint8 outcome of an unmatched detection.
+        state: ``(n_acc, A, T)`` uint8 in/out: STATE_FP, STATE_TP or STATE_IGNORED; row i is ``det_order[i]``
+            (one detection's outcomes are contiguous, so this walk and the accumulation stream through memory).
         record_range: range index whose matches go to ``dt_match`` / ``gt_match`` (-1: none).
         dt_match: ``(T, n_pred)`` int64 out (GT row or -1), or an empty ``(T, 0)`` array.
         gt_match: ``(T, n_gt)`` int64 out (detection row or -1), or an empty ``(T, 0)`` array.
-
-    Returns:
-        ``state (A, T, n_acc)`` uint8: STATE_FP, STATE_TP or STATE_IGNORED in accumulation order.
     """
     n_ranges = gt_ignore_r.shape[0]
     n_thr = thresholds.shape[0]
     n_gt = gt_ignore_r.shape[1]
-    state = np.zeros((n_ranges, n_thr, n_acc), np.uint8)
     matched = np.zeros((n_ranges, n_thr, n_gt), np.bool_)
     start = np.empty(n_thr, np.float64)
     for t in range(n_thr):
         start[t] = min(thresholds[t], 1.0 - 1e-10)
     record = dt_match.shape[1] > 0
-    for i in range(det_order.shape[0]):
+    width = 1
+    for ii in range(rows.shape[0]):
+        d = det_order[rows[ii]]
+        width = max(width, indptr[d + 1] - indptr[d])
+    cand_g = np.empty(width, np.int64)
+    cand_v = np.empty(width, np.float64)
+    for ii in range(rows.shape[0]):
+        i = rows[ii]
         d = det_order[i]
         p0 = indptr[d]
         p1 = indptr[d + 1]
         prox = det_prox[d]
-        far = False
-        if prox and det_has_gt[d]:
-            far = True
-            for q in range(p0, p1):
-                if pair_in_prox[perm[q]]:
-                    far = False
-                    break
-        pos = acc_pos[d]
         for a in range(n_ranges):
+            # the GTs this detection may take, in evaluateImg's scan order: non-ignored by row, then ignored by row
+            nc = 0
+            n_non = 0
+            for ign in range(2):
+                if ign == 1:
+                    n_non = nc
+                for q in range(p0, p1):
+                    p = perm[q]
+                    g = pair_gt[p]
+                    if gt_ignore_r[a, g] != (ign == 1):
+                        continue
+                    if prox and not pair_in_prox[p]:
+                        continue
+                    cand_g[nc] = g
+                    cand_v[nc] = pair_iou[p]
+                    nc += 1
+            if nc == 0:
+                continue
             for t in range(n_thr):
                 best = start[t]
                 m = -1
-                # pass 0: non-ignored GTs by row; pass 1: ignored GTs, only if no non-ignored match is held
-                for ign_pass in range(2):
-                    if ign_pass == 1 and m >= 0:
-                        break
-                    for q in range(p0, p1):
-                        p = perm[q]
-                        g = pair_gt[p]
-                        if gt_ignore_r[a, g] != (ign_pass == 1):
-                            continue
-                        if prox and not pair_in_prox[p]:
-                            continue
-                        if matched[a, t, g]:
-                            continue
-                        if pair_iou[p] < best:
-                            continue
-                        best = pair_iou[p]
-                        m = g
+                for c in range(nc):
+                    if c >= n_non and m >= 0:
+                        break  # holding a non-ignored match: ignored GTs cannot take over
+                    g = cand_g[c]
+                    if matched[a, t, g]:
+                        continue
+                    if cand_v[c] < best:
+                        continue
+                    best = cand_v[c]
+                    m = g
                 if m >= 0:
                     matched[a, t, m] = True
-                    state[a, t, pos] = STATE_IGNORED if gt_ignore_r[a, m] else STATE_TP
+                    state[i, a, t] = STATE_IGNORED if gt_ignore_r[a, m] else STATE_TP
                     if record and a == record_range:
                         dt_match[t, d] = m
                         gt_match[t, m] = d
-                elif det_out_r[a, d] or far:
-                    state[a, t, pos] = STATE_IGNORED
                 else:
-                    state[a, t, pos] = STATE_FP
-    return state
+                    state[i, a, t] = unmatched[i, a]
 
 
 @njit(cache=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ov3d_core.eval.matching import greedy_one_to_one, pairs_by_pred
+from ov3d_core.eval.matching import argsort_desc_stable, greedy_one_to_one, pairs_by_pred
 from ov3d_core.eval.results import RecallResult
 
 __all__ = ["class_agnostic_recall", "recall_for_view"]
@@ -84,7 +84,7 @@ def _greedy(n_gt, pair_gt, pair_pred, pair_iou, sel, pred_score, pred_order):
         if po.shape != (n_pred,):
             raise ValueError(f"class_agnostic_recall: expected `pred_order` of shape ({n_pred},), got {po.shape}")
         cand = cand[np.argsort(po[cand], kind="stable")]
-    order = cand[np.argsort(-pred_score[cand], kind="stable")]
+    order = argsort_desc_stable(pred_score, cand)
     perm, indptr = pairs_by_pred(pair_gt, pair_pred, sel, max(n_gt, 1), n_pred)
     return greedy_one_to_one(order, indptr, perm, pair_gt, pair_iou, n_gt)
 

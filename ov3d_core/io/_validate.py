@@ -20,7 +20,8 @@ from ov3d_core.errors import InputError
 
 
 class CornerMismatchWarning(UserWarning):
-    """Stored ``bbox3D_cam`` corners disagree with the corners rebuilt from (``center_cam``, ``dimensions``, ``R_cam``)."""
+    """Stored ``bbox3D_cam`` corners disagree with the corners rebuilt from ``center_cam``, ``dimensions`` and
+    ``R_cam``."""
 
 
 _MISSING = object()
@@ -135,7 +136,7 @@ class Records:
 
     def has(self, field: str) -> np.ndarray:
         """Mask of records where ``field`` is present and not null."""
-        return np.fromiter((r.get(field) is not None for r in self.records), bool, count=len(self.records))
+        return np.array([r.get(field) is not None for r in self.records], dtype=bool).reshape(len(self.records))
 
     def raw(self, field: str, default=_MISSING, kind: str = "float", shape: tuple[int, ...] = ()) -> list:
         """The field of every record; missing (or null) values become ``default`` or raise."""
@@ -160,6 +161,9 @@ class Records:
         a subset of records (the result then has ``len(rows)`` rows)."""
         vals = self.raw(field, default, kind, shape) if rows is None else self._raw_rows(field, rows, default, kind,
                                                                                         shape)
+        return self._convert(field, vals, shape, kind, rows)
+
+    def _convert(self, field, vals, shape, kind, rows):
         n = len(vals)
         dtype = {"float": np.float64, "int": np.int64, "bool": bool}[kind]
         if n == 0:
@@ -167,9 +171,9 @@ class Records:
         arr = _to_array(vals)
         if not _array_ok(arr, kind, shape, n):
             j = next((j for j, v in enumerate(vals) if not value_ok(v, kind, shape)), None)
-            i = j if rows is None else int(rows[j])
             if j is None:  # cannot happen in practice; keep a clear message anyway
                 raise self.error(0, field, describe(kind, shape))
+            i = j if rows is None else int(rows[j])
             raise self.error(i, field, describe(kind, shape), got=vals[j])
         if kind == "bool":
             return arr.astype(bool)
@@ -185,13 +189,22 @@ class Records:
             return vals
         return [default if (v := recs[i].get(field)) is None else v for i in rows]
 
-    def optional(self, field: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Float field present on some records: ``(values with NaN where absent, present mask)``."""
+    def optional(self, field: str, shape: tuple[int, ...] = (), kind: str = "float",
+                 fill=np.nan) -> tuple[np.ndarray, np.ndarray]:
+        """Field present on some records: ``(values, with `fill` where absent or null; present mask)``."""
+        n = len(self.records)
+        try:  # fast path: present (and not null) everywhere
+            vals = [r[field] for r in self.records]
+        except KeyError:
+            vals = None
+        if vals is not None and not any(v is None for v in vals):
+            return self._convert(field, vals, shape, kind, None), np.ones(n, bool)
         present = self.has(field)
-        out = np.full((len(self.records), *shape), np.nan)
+        dtype = {"float": np.float64, "int": np.int64, "bool": bool}[kind]
+        out = np.full((n, *shape), fill, dtype=dtype)
         if present.any():
             rows = np.flatnonzero(present)
-            out[rows] = self.column(field, shape, rows=rows)
+            out[rows] = self.column(field, shape, kind, rows=rows)
         return out, present
 
     def strings(self, field: str, default=_MISSING) -> np.ndarray:

@@ -224,11 +224,7 @@ def _resolve_names(rs: Records, table: dict[int, str], id_source: str) -> tuple[
     n = len(rs)
     has_name = rs.has("category_name")
     names = np.empty(n, object)
-    cat_id = np.full(n, -1, np.int64)
-    has_id = rs.has("category_id")
-    if has_id.any():
-        rows = np.flatnonzero(has_id)
-        cat_id[rows] = rs.column("category_id", kind="int", rows=rows)
+    cat_id, has_id = rs.optional("category_id", kind="int", fill=-1)
     if has_name.any():
         rows = np.flatnonzero(has_name)
         vals = [rs.records[i]["category_name"] for i in rows]
@@ -300,11 +296,8 @@ def _build(rs: Records, dataset: Dataset, table: dict[int, str], id_source: str)
         center[derive & ~has_center] = dc[~has_center[derive]]
         dims[derive & ~has_dims] = dd[~has_dims[derive]]
         R[derive & ~has_pose] = dR[~has_pose[derive]]
-    depth = center[:, 2].copy()
-    has_depth = rs.has("depth")
-    if has_depth.any():
-        rows = np.flatnonzero(has_depth)
-        depth[rows] = rs.column("depth", rows=rows)
+    depth, has_depth = rs.optional("depth")
+    depth = np.where(has_depth, depth, center[:, 2])
     box2d = xywh.copy()
     box2d[:, 2:] += box2d[:, :2]
     data = {"category_id": cat_id, "in_vocab": np.isin(names, np.array(dataset.vocabulary, object))}

@@ -118,7 +118,9 @@ class LiveRemapper:
             raise ValueError(f"embeddings were made by {embeddings.encoder_key!r}, not {encoder.cache_key!r}")
         rows, found = embeddings.rows_for(records)
         self.valid = found & np.asarray(embeddings.valid)[rows]
-        self.emb = embeddings.float32()[rows]
+        full = embeddings.float32()
+        same = len(rows) == len(full) and np.array_equal(rows, np.arange(len(full)))
+        self.emb = full if same else full[rows]  # no 300 MB copy when the run's rows are the cache's rows
         self.det_scores = np.asarray(det_scores, dtype=np.float64)
         self.encoder = encoder
         self.class_names = tuple(class_names)

@@ -20,6 +20,19 @@ def _cell_px(n_rows: int, n_cols: int, target: int = 620, lo: int = 10, hi: int 
     return int(np.clip(target / max(n_rows, n_cols, 1), lo, hi))
 
 
+def _frame(fig: go.Figure, row_labels, col_labels, px: int, title: str | None) -> None:
+    """Fixed margins sized to the tick labels, so that each cell is ``px`` pixels square."""
+    char = 7.0
+    left = int(char * max((len(str(r)) for r in row_labels), default=4) + 50)
+    bottom = int(char * 0.75 * max((len(str(c)) for c in col_labels), default=4) + 60)
+    top = 40 if title else 12
+    right = 90  # colour bar
+    fig.update_xaxes(automargin=False)
+    fig.update_yaxes(automargin=False)
+    fig.update_layout(width=int(px * len(col_labels) + left + right), height=int(px * len(row_labels) + top + bottom),
+                      margin=dict(l=left, r=right, t=top, b=bottom), title=title)
+
+
 def _color_values(values: np.ndarray, log: bool) -> tuple[np.ndarray, dict]:
     """Marker colour values and colourbar settings (log: log10(1 + v) with ticks at the original values)."""
     if not log:
@@ -90,7 +103,7 @@ def confusion_scatter(matrix: np.ndarray, row_labels: Sequence[str], col_labels:
         x=x, y=y, mode="markers+text" if show_text else "markers", customdata=custom,
         marker=dict(symbol="square", size=px - 1, color=cvals, colorscale=COLORSCALE, cmin=0,
                     cmax=vmax if vmax > 0 else 1, showscale=True, line=dict(width=0),
-                    colorbar=dict(title=dict(text="log" if log_color else ""), thickness=12, **cbar)),
+                    colorbar=dict(title=dict(text="log" if log_color else ""), thickness=12, x=1.0, xpad=10, **cbar)),
         text=[_fmt(v) for v in vals], textfont=dict(size=max(8, min(12, px // 3)), color=txt_color),
         hovertemplate=(f"{row_title}: %{{y}}<br>{col_title}: %{{x}}<br>value: %{{text}}"
                        "<br>count: %{customdata[2]}<extra></extra>"),
@@ -99,14 +112,12 @@ def confusion_scatter(matrix: np.ndarray, row_labels: Sequence[str], col_labels:
         fig.add_trace(go.Scatter(x=[col_labels[selected[1]]], y=[row_labels[selected[0]]], mode="markers",
                                  marker=dict(symbol="square-open", size=px + 2, color="#d62728", line=dict(width=3)),
                                  hoverinfo="skip", showlegend=False, name="selected"))
-    width = int(px * len(col_labels) + 220)
-    height = int(px * len(row_labels) + 200)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=col_labels, tickangle=-45,
                      title=col_title, side="bottom", showgrid=False, range=[-0.5, len(col_labels) - 0.5])
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=row_labels, autorange=False,
                      range=[len(row_labels) - 0.5, -0.5], title=row_title, showgrid=False)
-    fig.update_layout(width=width, height=height, title=title, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      plot_bgcolor="#f4f4f4", clickmode="event+select", dragmode=False, showlegend=False)
+    fig.update_layout(plot_bgcolor="#f4f4f4", clickmode="event+select", dragmode=False, showlegend=False)
+    _frame(fig, row_labels, col_labels, px, title)
     return fig
 
 
@@ -136,7 +147,7 @@ def confusion_heatmap(matrix: np.ndarray, row_labels: Sequence[str], col_labels:
     px = _cell_px(len(row_labels), len(col_labels))
     fig.update_yaxes(autorange="reversed", title=row_title, type="category")
     fig.update_xaxes(title=col_title, tickangle=-45, type="category")
-    fig.update_layout(width=int(px * len(col_labels) + 220), height=int(px * len(row_labels) + 200), title=title,
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), plot_bgcolor="#f4f4f4")
+    fig.update_layout(plot_bgcolor="#f4f4f4")
+    _frame(fig, row_labels, col_labels, px, title)
     return fig
 

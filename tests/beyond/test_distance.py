@@ -174,3 +174,78 @@ def test_nuscenes_variant_by_hand():
 
 def test_params_thresholds_default():
     assert len(DistanceParams().thresholds) == 11
+
+
+def _nuscenes_reference(gi, gl, gc, gd, gyaw, pi, pl, ps, pc, pdims, pyaw, k, th, th_tp=2.0):
+    """Direct transcription of nuScenes accumulate / calc_ap / calc_tp for one class (no ignore, BEV x-z)."""
+    npos = int(np.sum(gl == k))
+    order = [d for d in np.argsort(-ps, kind="stable") if pl[d] == k]
+
+    def acc(dist_th):
+        taken, tp, fp, conf, md = set(), [], [], [], {"t": [], "s": [], "o": [], "c": []}
+        for d in order:
+            best, bg = np.inf, None
+            for g in range(len(gl)):
+                if gl[g] == k and gi[g] == pi[d] and g not in taken:
+                    dist = np.hypot(pc[d, 0] - gc[g, 0], pc[d, 2] - gc[g, 2])
+                    if dist < best:
+                        best, bg = dist, g
+            if best < dist_th:
+                taken.add(bg)
+                tp.append(1), fp.append(0), conf.append(ps[d])
+                md["t"].append(best)
+                inter = np.prod(np.minimum(pdims[d], gd[bg]))
+                md["s"].append(1 - inter / (np.prod(pdims[d]) + np.prod(gd[bg]) - inter))
+                e = np.mod(pyaw[d] - gyaw[bg], 2 * np.pi)
+                md["o"].append(2 * np.pi - e if e > np.pi else e)
+                md["c"].append(ps[d])
+            else:
+                tp.append(0), fp.append(1), conf.append(ps[d])
+        if len(md["t"]) == 0:
+            return None
+        tp, fp = np.cumsum(tp).astype(float), np.cumsum(fp).astype(float)
+        prec, rec = tp / (fp + tp), tp / npos
+        ri = np.linspace(0, 1, 101)
+        prec = np.interp(ri, rec, prec, right=0)
+        conf = np.interp(ri, rec, np.array(conf), right=0)
+        out = {"prec": prec, "conf": conf}
+        for key in ("t", "s", "o"):
+            x = np.array(md[key])
+            cm = np.cumsum(x) / np.arange(1, len(x) + 1)
+            out[key] = np.interp(conf[::-1], np.array(md["c"])[::-1], cm[::-1])[::-1]
+        return out
+
+    r = acc(th)
+    ap = 0.0 if r is None else float(np.mean(np.clip(r["prec"][11:] - 0.1, 0, None))) / 0.9
+    r = acc(th_tp)
+    if r is None:
+        errs = {"t": 1.0, "s": 1.0, "o": 1.0}
+    else:
+        nz = np.nonzero(r["conf"])[0]
+        last = nz[-1] if len(nz) else 0
+        errs = {key: (1.0 if last < 11 else float(np.mean(r[key][11:last + 1]))) for key in ("t", "s", "o")}
+    return ap, errs
+
+
+def test_nuscenes_against_direct_transcription():
+    from ov3d_core.geometry.boxes import yaw_of
+
+    rng = np.random.default_rng(5)
+    n_gt, n_pred = 30, 60
+    gi, pi = rng.integers(0, 3, n_gt), rng.integers(0, 3, n_pred)
+    gl, pl = rng.integers(0, 2, n_gt), rng.integers(0, 2, n_pred)
+    gc = rng.uniform(-4, 4, (n_gt, 3)) + [0, 0, 20]
+    pc = gc[rng.integers(0, n_gt, n_pred)] + rng.normal(0, 1.2, (n_pred, 3))
+    gd, pdims = rng.uniform(0.5, 3, (n_gt, 3)), rng.uniform(0.5, 3, (n_pred, 3))
+    gR, pR = rotation_y(rng.uniform(-3, 3, n_gt)), rotation_y(rng.uniform(-3, 3, n_pred))
+    ps = rng.random(n_pred)
+    res = nuscenes_eval(gi, gl, np.zeros(n_gt, bool), gc, gd, gR, pi, pl, ps, pc, pdims, pR, n_categories=2,
+                        vocabulary=["car", "truck"])
+    for k in range(2):
+        for i, th in enumerate((0.5, 1.0, 2.0, 4.0)):
+            ap, errs = _nuscenes_reference(gi, gl, gc, gd, yaw_of(gR), pi, pl, ps, pc, pdims, yaw_of(pR), k, th)
+            assert res.ap[i, k] == pytest.approx(ap, abs=1e-12), (k, th)
+        row = res.tp_errors.iloc[k]
+        assert row["ATE"] == pytest.approx(errs["t"]) and row["ASE"] == pytest.approx(errs["s"])
+        assert row["AOE"] == pytest.approx(errs["o"])
+    assert 0 < res.summary()["mAP"] < 100

@@ -328,3 +328,18 @@ def test_small_corner_difference_is_silent(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_omni3d_gt(make_gt_json(tmp_path, annotations=[a]))
+
+
+def test_empty_files_load(tmp_path):
+    ds = load_omni3d_gt(make_gt_json(tmp_path, images=[], annotations=[]))
+    assert len(ds.gt) == 0 and ds.K.shape == (0, 3, 3) and ds.vocabulary == ()
+    ds = load_omni3d_gt(make_gt_json(tmp_path, images=[make_image(1)], annotations=[]))
+    assert len(ds.gt) == 0 and "ignore_reason" in ds.gt.data
+
+
+def test_conflicting_category_names_across_files(tmp_path):
+    a = make_gt_json(tmp_path, images=[make_image(1)], annotations=[make_annotation(1)], name="a.json")
+    b = make_gt_json(tmp_path, images=[make_image(2)], annotations=[make_annotation(2, 2)], name="b.json",
+                     categories=[{"id": 18, "name": "stool"}])
+    with pytest.raises(InputError, match=r"b.json: categories \(id 18\).*`name`.*'chair'"):
+        load_omni3d_gt([a, b])

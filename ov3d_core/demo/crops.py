@@ -1,0 +1,119 @@
+"""Crop descriptors: what the image crop of each predicted box shows, as data and as a short caption.
+
+For every prediction record of every run, ``crop_box`` is the predicted 3D box projected into the image and clipped
+to it (the crop a remapping encoder such as SigLIPv2 would see; the 2D box when the projection misses the image),
+``overlaps`` lists the annotated objects in the crop with the fraction of the crop's pixels each covers (from the
+rendered instance mask; from clipped GT boxes in ``--annotations-only`` builds), and ``caption`` says in a few
+words what dominates the crop: "a grey fabric sofa, partly occluded", "a white van next to a sedan", or, for a
+hallucination on empty ground, "a patch of wooden floor". A text encoder over captions can therefore stand in for an
+image encoder over crops: co-located objects (a chair at a table) and look-alikes (an armchair) make the captions,
+and hence the remapped labels, ambiguous in the same way real crops are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ov3d_core.demo.annotate import GTObject
+from ov3d_core.demo.detectors import Pred
+from ov3d_core.demo.scenes import BG_DESCRIPTIONS, Scene
+from ov3d_core.demo.shapes import article
+from ov3d_core.geometry.boxes import projected_box2d
+
+MAX_SAMPLES = 2500  # pixels sampled per crop
+
+
+def crop_box(p: Pred, K, width: int, height: int) -> np.ndarray:
+    _, trunc = projected_box2d(p.corners[None], K, width, height)
+    if trunc[0, 0] >= 0:
+        return trunc[0]
+    return np.asarray(p.box2d, float)
+
+
+def _qualifiers(g: GTObject, env: str) -> list[str]:
+    q = []
+    if 0 <= g.visibility < 0.25:
+        q.append("mostly hidden behind other things")
+    elif 0 <= g.visibility < 0.6:
+        q.append("partly occluded")
+    if g.truncation > 0.3:
+        q.append("cut off by the image border")
+    if g.center[2] > (40.0 if env == "outdoor" else 5.5):
+        q.append("far away" if env == "outdoor" else "at the far end of the room")
+    return q
+
+
+def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) -> list[dict]:
+    """Crop descriptors aligned with ``preds`` (record index filled in by the caller)."""
+    spec = scene.spec
+    K, W, H = scene.K, spec.width, spec.height
+    by_obj = {g.obj_index: g for g in gts}
+    env = spec.environment
+    out = []
+    for p in preds:
+        box = crop_box(p, K, W, H)
+        x0, y0, x1, y1 = box
+        overlaps: list[tuple[float, GTObject]] = []
+        bg_caption = None
+        clutter_caption = None
+        if render is not None:
+            xi0, yi0 = int(np.floor(x0)), int(np.floor(y0))
+            xi1, yi1 = int(np.ceil(x1)), int(np.ceil(y1))
+            area = (xi1 - xi0 + 1) * (yi1 - yi0 + 1)
+            st = max(1, int(np.ceil(np.sqrt(area / MAX_SAMPLES))))
+            inst = render.instance[yi0:yi1 + 1:st, xi0:xi1 + 1:st].ravel()
+            n = max(len(inst), 1)
+            ids, counts = np.unique(inst, return_counts=True)
+            for i, cnt in zip(ids, counts):
+                if i >= 0 and i in by_obj:
+                    overlaps.append((cnt / n, by_obj[int(i)]))
+            clutter = [(cnt / n, int(i)) for i, cnt in zip(ids, counts) if i >= 0 and i not in by_obj]
+            if clutter:
+                frac, ci = max(clutter)
+                if frac > 0.3:
+                    clutter_caption = scene.objects[ci].shape.caption
+            bg = render.bg[yi0:yi1 + 1:st, xi0:xi1 + 1:st].ravel()
+            bg = bg[bg >= 0]
+            if len(bg):
+                vals, cnts = np.unique(bg, return_counts=True)
+                bg_caption = scene.background[int(vals[np.argmax(cnts)])].description
+            elif (inst < 0).any():
+                bg_caption = "a patch of sky"
+        else:
+            area = max(x1 - x0, 1e-6) * max(y1 - y0, 1e-6)
+            for g in gts:
+                t = g.trunc
+                iw = min(x1, t[2]) - max(x0, t[0])
+                ih = min(y1, t[3]) - max(y0, t[1])
+                if iw > 0 and ih > 0:
+                    vis = g.visibility if g.visibility >= 0 else 1.0
+                    overlaps.append((min(1.0, iw * ih / area) * vis, g))
+        overlaps.sort(key=lambda fg: (-fg[0], fg[1].ann_id))
+        if bg_caption is None:
+            bg_caption = "a patch of floor" if env == "indoor" else "an empty stretch of road"
+        if overlaps and overlaps[0][0] >= 0.2:
+            g = overlaps[0][1]
+            caption = g.caption
+            quals = _qualifiers(g, env)
+            if quals:
+                caption += ", " + " and ".join(quals)
+            if len(overlaps) > 1 and overlaps[1][0] >= 0.15:
+                noun = overlaps[1][1].noun
+                caption += f", next to {article(noun)} {noun}"
+        elif overlaps and overlaps[0][0] >= 0.08:
+            caption = f"part of {overlaps[0][1].caption} over {bg_caption}"
+        elif clutter_caption is not None:
+            caption = clutter_caption
+        else:
+            caption = bg_caption
+        out.append({
+            "image_id": int(scene.image_id),
+            "crop_box": np.round(box, 2).tolist(),
+            "overlaps": [{"ann_id": int(g.ann_id), "category": g.category, "fraction": round(float(f), 4)}
+                         for f, g in overlaps if f >= 0.01][:5],
+            "caption": caption,
+        })
+    return out
+
+
+__all__ = ["describe", "crop_box", "BG_DESCRIPTIONS"]

@@ -1,0 +1,434 @@
+"""Simulated detectors: named runs with documented, deliberately different error profiles.
+
+Every failure mode the demo shows is here by design, and every parameter lives in this file: one frozen
+:class:`ErrorProfile` per run (``RUNS``), plus the confusion tables (which classes a detector mistakes for which).
+A simulated detector looks at the ground truth of an image and decides, per object, whether it is found, how its
+box is perturbed and which label and score it gets; then it adds extra hypotheses, duplicates and hallucinations.
+
+The five runs (the paper's detectors, caricatured):
+
+``cubercnn_star``
+    A closed-vocabulary Cube R-CNN over a small base vocabulary (``CLOSED_VOCABULARY``; indoor furniture and
+    car / pedestrian / cyclist). Boxes are good, labels are coarse base labels (a desk comes out as "table", a van
+    or a bus as "car", a bicyclist as "cyclist"); classes with no base counterpart (barriers, cones, barrels) are
+    missed. Meant to be remapped into each dataset vocabulary from its crops (the paper's Cube R-CNN*): on
+    demo_outdoor_av almost none of its labels are in the vocabulary until remapped. Written as Cube R-CNN
+    ``instances_predictions.pth`` records with contiguous ids into ``CLOSED_VOCABULARY``.
+``ovmono_like``
+    OVMono3D-like: good localisation and recall, semantically adjacent confusions, over-predicts ``table`` and
+    ``shelves`` (extra label hypotheses on the same boxes); trained on demo_indoor and demo_outdoor, so on
+    demo_outdoor_av its labels cross taxonomy boundaries much more (regular vehicle -> large vehicle / truck cab).
+``detany_like``
+    DetAny3D-like: decent boxes, many confident hallucinations of classes absent from the image, favours
+    ``chair`` (and ``pedestrian`` outdoors); transfers worst out of domain. The target-aware oracle hides most of
+    its false positives.
+``wild_like``
+    WildDet3D-like: trained on everything; the highest recall, but noisy depth and sizes (boxes land near, not on,
+    the object), moderate confusions; well calibrated scores.
+``weak_mono``
+    A weak monocular baseline: low recall, depth error growing quickly with distance, many near-duplicate boxes,
+    under-confident scores; trained on demo_indoor and demo_outdoor_av, so demo_outdoor is its unseen domain.
+
+The oracle effect: a well-localised car often also gets a "van" or "truck" hypothesis (a second label on the same
+box), a table a "desk" one, an armchair a "sofa" one. In images without vans those hypotheses are false positives
+that the dataset-level protocol counts and the target-aware protocol (prompting with the image's GT classes)
+deletes, so AP of van / truck / desk / sofa rises under the oracle while car AP does not move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ov3d_core.demo.annotate import GTObject
+from ov3d_core.demo.scenes import DatasetSpec, Scene
+from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d, rotation_y
+
+# ------------------------------------------------------------------------------------------------ vocabularies
+#: The closed vocabulary of ``cubercnn_star`` in Cube R-CNN's contiguous order (sorted by Omni3D id).
+CLOSED_VOCABULARY = ("pedestrian", "car", "cyclist", "chair", "lamp", "shelves", "sink", "cabinet", "toilet",
+                     "table", "bed", "sofa", "television")
+
+#: What the closed-vocabulary detector calls each dataset class (None: it cannot detect it at all).
+CLOSED_LABEL = {
+    # demo_indoor
+    "chair": "chair", "table": "table", "sofa": "sofa", "bed": "bed", "cabinet": "cabinet", "shelves": "shelves",
+    "television": "television", "lamp": "lamp", "sink": "sink", "toilet": "toilet", "desk": "table",
+    "night stand": "cabinet", "bookcase": "shelves", "bathtub": "sink", "refrigerator": "cabinet",
+    "oven": "cabinet", "stove": "cabinet", "machine": "cabinet", "pillow": "sofa", "box": "cabinet",
+    "bin": "cabinet", "door": "cabinet", "window": "television", "picture": "television",
+    # demo_outdoor
+    "car": "car", "van": "car", "truck": "car", "bus": "car", "tram": "car", "pedestrian": "pedestrian",
+    "cyclist": "cyclist", "barrier": None, "traffic cone": None,
+    # demo_outdoor_av
+    "regular vehicle": "car", "large vehicle": "car", "box truck": "car", "truck cab": "car",
+    "articulated bus": "car", "bicyclist": "cyclist", "construction barrel": None, "construction cone": None,
+}
+
+#: Semantically adjacent classes (label confusions), per dataset vocabulary: class -> {wrong label: weight}.
+NEIGHBOURS = {
+    "chair": {"sofa": 3, "table": 1, "desk": 0.3}, "sofa": {"chair": 2, "bed": 1},
+    "table": {"desk": 3, "night stand": 0.6, "cabinet": 0.3}, "desk": {"table": 3, "cabinet": 0.5},
+    "bed": {"sofa": 2, "table": 0.5},
+    "cabinet": {"shelves": 2, "night stand": 1, "bookcase": 1, "refrigerator": 0.5, "table": 0.5},
+    "shelves": {"bookcase": 3, "cabinet": 2}, "bookcase": {"shelves": 3, "cabinet": 1},
+    "night stand": {"cabinet": 2, "table": 2}, "television": {"picture": 1.5, "window": 0.5},
+    "picture": {"window": 1, "television": 1}, "window": {"picture": 1, "door": 0.5},
+    "door": {"cabinet": 1, "window": 0.3}, "lamp": {}, "sink": {"cabinet": 1}, "bathtub": {},
+    "toilet": {"chair": 0.3}, "refrigerator": {"cabinet": 2, "machine": 0.5},
+    "oven": {"stove": 2, "machine": 1, "cabinet": 1}, "stove": {"oven": 2, "cabinet": 1},
+    "machine": {"oven": 1, "cabinet": 1, "refrigerator": 0.5}, "pillow": {"sofa": 0.5, "box": 0.5},
+    "box": {"bin": 1, "cabinet": 1}, "bin": {"box": 1},
+    "car": {"van": 3, "truck": 1}, "van": {"car": 3, "truck": 2}, "truck": {"van": 2, "bus": 1, "car": 1},
+    "bus": {"tram": 2, "truck": 1}, "tram": {"bus": 3}, "pedestrian": {"cyclist": 1},
+    "cyclist": {"pedestrian": 2}, "barrier": {"traffic cone": 1, "pedestrian": 0.5},
+    "traffic cone": {"barrier": 1, "pedestrian": 0.5},
+    "regular vehicle": {"large vehicle": 2, "truck cab": 1, "box truck": 1},
+    "large vehicle": {"regular vehicle": 2, "box truck": 2, "bus": 1},
+    "box truck": {"large vehicle": 2, "truck cab": 2}, "truck cab": {"box truck": 2, "large vehicle": 1,
+                                                                    "regular vehicle": 1},
+    "articulated bus": {"bus": 3}, "bicyclist": {"pedestrian": 2},
+    "construction barrel": {"construction cone": 2, "pedestrian": 1},
+    "construction cone": {"construction barrel": 2},
+}
+#: The same within the AV taxonomy where names are shared with demo_outdoor ("bus", "pedestrian").
+NEIGHBOURS_AV = {"bus": {"articulated bus": 3, "large vehicle": 1}, "pedestrian": {"bicyclist": 1}}
+
+#: Look-alike kinds: extra confusion weights for objects whose *shape* invites a wrong label (an armchair looks
+#: like a sofa, a delivery van like a large vehicle, a bedside table like a table). Added to NEIGHBOURS.
+KIND_BIAS = {
+    "armchair": {"sofa": 4}, "coffee_table": {"table": 0, "desk": 0.5}, "night_stand": {"table": 2},
+    "sideboard": {"table": 1, "shelves": 1}, "kitchen_sink": {"cabinet": 3}, "filing_cabinet": {"machine": 0.5},
+    "wall_television": {"picture": 1}, "office_chair": {}, "bookcase": {"shelves": 1},
+    "minivan": {"van": 1, "large vehicle": 3, "car": 1}, "delivery_van": {"large vehicle": 3, "box truck": 1, "truck": 1},
+    "pickup": {"truck": 2, "truck cab": 2, "van": 1}, "step_van": {"box truck": 2, "truck": 2},
+    "motorhome": {"bus": 1, "van": 2}, "flatbed_truck": {"box truck": 3}, "truck_cab": {"car": 0.5},
+    "articulated_bus": {"tram": 3}, "suv": {"van": 1, "large vehicle": 1}, "construction_barrel": {"barrier": 1},
+}
+
+
+# ------------------------------------------------------------------------------------------------ profiles
+@dataclass(frozen=True)
+class ErrorProfile:
+    """How one simulated detector errs. All randomness is drawn per image from the run's own stream.
+
+    Recall (probability that a GT object is detected):
+        recall: for a fully visible, untruncated, large object in domain.
+        min_height_px: 2D box height (pixels) at which the detection probability is halved (small objects).
+        occlusion_power: probability is multiplied by visibility ** occlusion_power.
+        truncation_penalty: probability is multiplied by 1 - truncation_penalty * truncation.
+        closed_novel_recall: closed-vocabulary run only: multiplier for classes outside its base vocabulary.
+
+    Localisation (noise of a detected box):
+        depth_sigma: relative depth noise (std of log depth) at 0 m.
+        depth_sigma_per_10m: growth of that std per 10 m of distance (depth error growing with distance).
+        depth_bias: log-scale depth bias (negative: predicted too close).
+        center_sigma: lateral centre noise as a fraction of the mean object size.
+        size_sigma: std of the log of each predicted dimension.
+        yaw_sigma_deg: heading noise (degrees); yaw_flip: probability of a 180-degree heading flip.
+        box2d_sigma: 2D box edge noise as a fraction of the box size.
+
+    Semantics:
+        confusion: probability that the label is a semantically adjacent class (NEIGHBOURS + KIND_BIAS).
+        attractors: class -> weight multiplier when choosing wrong labels and hallucinated classes
+            (over-prediction of those classes).
+        attractor_jump: probability that a confused label is an attractor even if it is not adjacent.
+        second_label: probability of an extra hypothesis on the same box with an adjacent label.
+        second_score: its raw score relative to the main hypothesis.
+        hallucinations: expected boxes per image on empty floor/road with a class absent from the image.
+        halluc_score: uniform raw score range of hallucinations (high-ish: the FPs the oracle hides).
+        duplicates: probability of a near-duplicate box with the same label and a lower score.
+
+    Scores:
+        score_mean: mean raw confidence of a correct, well visible detection.
+        score_temp, score_bias: calibration, score = sigmoid((logit(raw) + score_bias) / score_temp);
+            temp < 1 is over-confident, a negative bias under-confident.
+
+    Out-of-domain (evaluation datasets not in ``trained_on``):
+        ood_recall: recall multiplier; ood_confusion: multiplier of confusion and second_label;
+        ood_hallucinations: multiplier of hallucinations; ood_depth_bias: extra log depth bias (another camera).
+    """
+
+    name: str
+    description: str
+    trained_on: tuple[str, ...]
+    closed_vocabulary: tuple[str, ...] | None = None
+    recall: float = 0.8
+    min_height_px: float = 18.0
+    occlusion_power: float = 1.0
+    truncation_penalty: float = 0.5
+    closed_novel_recall: float = 1.0
+    depth_sigma: float = 0.06
+    depth_sigma_per_10m: float = 0.02
+    depth_bias: float = 0.0
+    center_sigma: float = 0.05
+    size_sigma: float = 0.08
+    yaw_sigma_deg: float = 8.0
+    yaw_flip: float = 0.03
+    box2d_sigma: float = 0.04
+    confusion: float = 0.08
+    attractors: dict = field(default_factory=dict)
+    attractor_jump: float = 0.0
+    second_label: float = 0.1
+    second_score: float = 0.8
+    hallucinations: float = 0.4
+    halluc_score: tuple[float, float] = (0.2, 0.6)
+    duplicates: float = 0.03
+    score_mean: float = 0.75
+    score_temp: float = 1.0
+    score_bias: float = 0.0
+    ood_recall: float = 0.9
+    ood_confusion: float = 2.0
+    ood_hallucinations: float = 2.0
+    ood_depth_bias: float = -0.05
+    max_dets: int = 100
+    format: str = "cubercnn-json"
+
+
+RUNS: tuple[ErrorProfile, ...] = (
+    ErrorProfile(
+        name="cubercnn_star",
+        description="closed-vocabulary Cube R-CNN over 13 base classes: good boxes, coarse base labels "
+                    "(desk->table, van/bus->car) meant to be remapped from crops; misses classes it has no "
+                    "base label for",
+        trained_on=("demo_indoor", "demo_outdoor"), closed_vocabulary=CLOSED_VOCABULARY, format="cubercnn-pth",
+        recall=0.82, min_height_px=16, occlusion_power=0.9, closed_novel_recall=0.7,
+        depth_sigma=0.05, depth_sigma_per_10m=0.02, center_sigma=0.04, size_sigma=0.07, yaw_sigma_deg=7,
+        confusion=0.06, second_label=0.05, hallucinations=0.25, halluc_score=(0.1, 0.4), duplicates=0.02,
+        score_mean=0.8, ood_recall=0.92, ood_confusion=1.0, ood_hallucinations=1.5, ood_depth_bias=-0.04),
+    ErrorProfile(
+        name="ovmono_like",
+        description="OVMono3D-like: good localisation, adjacent-class confusions, over-predicts table and "
+                    "shelves; labels cross taxonomy boundaries out of domain",
+        trained_on=("demo_indoor", "demo_outdoor"),
+        recall=0.86, min_height_px=14, occlusion_power=0.8,
+        depth_sigma=0.06, depth_sigma_per_10m=0.02, center_sigma=0.04, size_sigma=0.07, yaw_sigma_deg=8,
+        confusion=0.16, attractors={"table": 3.0, "shelves": 3.0, "truck": 1.5}, attractor_jump=0.25,
+        second_label=0.3, second_score=0.85, hallucinations=0.5, halluc_score=(0.25, 0.65), duplicates=0.03,
+        score_mean=0.75, ood_recall=0.88, ood_confusion=2.2, ood_hallucinations=2.0, ood_depth_bias=-0.06),
+    ErrorProfile(
+        name="detany_like",
+        description="DetAny3D-like: confident hallucinations of classes absent from the image, favours chair "
+                    "(pedestrian outdoors); transfers worst out of domain",
+        trained_on=("demo_indoor", "demo_outdoor"),
+        recall=0.8, min_height_px=18, occlusion_power=1.0,
+        depth_sigma=0.09, depth_sigma_per_10m=0.03, center_sigma=0.06, size_sigma=0.1, yaw_sigma_deg=12,
+        confusion=0.14, attractors={"chair": 4.0, "pedestrian": 2.0, "sofa": 1.5}, attractor_jump=0.35,
+        second_label=0.25, second_score=0.9, hallucinations=1.6, halluc_score=(0.35, 0.85), duplicates=0.04,
+        score_mean=0.72, score_temp=0.75, score_bias=0.3,
+        ood_recall=0.72, ood_confusion=2.8, ood_hallucinations=3.0, ood_depth_bias=-0.1),
+    ErrorProfile(
+        name="wild_like",
+        description="WildDet3D-like: trained on all three datasets, highest recall, noisy depth and size, "
+                    "moderate confusions, calibrated scores",
+        trained_on=("demo_indoor", "demo_outdoor", "demo_outdoor_av"),
+        recall=0.93, min_height_px=10, occlusion_power=0.6, truncation_penalty=0.3,
+        depth_sigma=0.14, depth_sigma_per_10m=0.04, center_sigma=0.08, size_sigma=0.13, yaw_sigma_deg=14,
+        yaw_flip=0.06, confusion=0.1, second_label=0.12, hallucinations=0.6, halluc_score=(0.1, 0.5),
+        duplicates=0.05, score_mean=0.7),
+    ErrorProfile(
+        name="weak_mono",
+        description="weak monocular baseline: low recall, depth error growing fast with distance, many "
+                    "duplicates, under-confident; demo_outdoor is its unseen domain",
+        trained_on=("demo_indoor", "demo_outdoor_av"),
+        recall=0.55, min_height_px=28, occlusion_power=1.4, truncation_penalty=0.8,
+        depth_sigma=0.05, depth_sigma_per_10m=0.12, depth_bias=-0.03, center_sigma=0.06, size_sigma=0.1,
+        yaw_sigma_deg=15, yaw_flip=0.1, confusion=0.12, second_label=0.08, hallucinations=0.4,
+        halluc_score=(0.1, 0.45), duplicates=0.35, score_mean=0.55, score_temp=1.6, score_bias=-0.8,
+        ood_recall=0.8, ood_confusion=1.8, ood_hallucinations=1.5, ood_depth_bias=0.08),
+)
+RUNS_BY_NAME = {r.name: r for r in RUNS}
+
+
+# ------------------------------------------------------------------------------------------------ simulation
+@dataclass(eq=False)
+class Pred:
+    """One simulated prediction (camera frame). ``origin``: object | second | duplicate | hallucination."""
+
+    category: str
+    score: float
+    center: np.ndarray
+    dims: np.ndarray
+    R: np.ndarray
+    corners: np.ndarray
+    box2d: np.ndarray  # XYXY
+    origin: str
+    ann_id: int  # source GT annotation (0 for hallucinations)
+
+
+def output_vocabulary(profile: ErrorProfile, spec: DatasetSpec) -> tuple[str, ...]:
+    """Labels the run can output on ``spec``: the dataset vocabulary (open-vocabulary runs are prompted with it) or
+    the part of the closed vocabulary that applies to the environment."""
+    if profile.closed_vocabulary is None:
+        return spec.vocabulary
+    env_names = {CLOSED_LABEL.get(c) for c in spec.vocabulary} - {None}
+    return tuple(c for c in profile.closed_vocabulary if c in env_names)
+
+
+def _neighbours(category: str, kind: str, spec: DatasetSpec, vocab: tuple[str, ...]) -> dict:
+    table = dict(NEIGHBOURS.get(category, {}))
+    if spec.style == "av" and category in NEIGHBOURS_AV:
+        table = dict(NEIGHBOURS_AV[category])
+    for k, v in KIND_BIAS.get(kind, {}).items():
+        table[k] = table.get(k, 0.0) + v
+    return {k: v for k, v in table.items() if k in vocab and k != category and v > 0}
+
+
+def _choose_wrong(rng, profile: ErrorProfile, label: str, kind_table: dict, vocab) -> str | None:
+    attractors = {k: v for k, v in profile.attractors.items() if k in vocab and k != label}
+    if attractors and rng.random() < profile.attractor_jump:
+        names = sorted(attractors)
+        w = np.array([attractors[n] for n in names])
+        return names[int(rng.choice(len(names), p=w / w.sum()))]
+    if not kind_table:
+        return None
+    names = sorted(kind_table)
+    w = np.array([kind_table[n] * profile.attractors.get(n, 1.0) for n in names])
+    return names[int(rng.choice(len(names), p=w / w.sum()))]
+
+
+def _calibrate(profile: ErrorProfile, raw: float) -> float:
+    raw = float(np.clip(raw, 1e-3, 1 - 1e-3))
+    logit = np.log(raw / (1 - raw))
+    s = 1.0 / (1.0 + np.exp(-(logit + profile.score_bias) / profile.score_temp))
+    return float(np.clip(s, 0.005, 0.999))
+
+
+def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, K, W, H, box2d, scale_noise=1.0):
+    z = float(center[2])
+    sigma = (profile.depth_sigma + profile.depth_sigma_per_10m * max(z, 0.0) / 10.0) * scale_noise
+    bias = profile.depth_bias + (profile.ood_depth_bias if ood else 0.0)
+    s = float(np.exp(rng.normal(bias, sigma)))
+    size = float(np.mean(dims))
+    c = np.asarray(center, float) * s
+    c[:2] += rng.normal(0, profile.center_sigma * size * scale_noise, 2)
+    d = np.asarray(dims, float) * np.exp(rng.normal(0, profile.size_sigma * scale_noise, 3)) * s ** 0.3
+    yaw = np.deg2rad(rng.normal(0, profile.yaw_sigma_deg * scale_noise))
+    if rng.random() < profile.yaw_flip:
+        yaw += np.pi
+    Rp = np.asarray(R, float) @ rotation_y(yaw)[0]
+    corners = corners_from_pose(c, d, Rp)[0]
+    bw, bh = box2d[2] - box2d[0], box2d[3] - box2d[1]
+    b = np.asarray(box2d, float) + rng.normal(0, profile.box2d_sigma * scale_noise, 4) * np.array([bw, bh, bw, bh])
+    b[[0, 2]] = np.clip(b[[0, 2]], 0, W - 1)
+    b[[1, 3]] = np.clip(b[[1, 3]], 0, H - 1)
+    if b[2] - b[0] < 1 or b[3] - b[1] < 1:
+        b = np.asarray(box2d, float)
+    return c, d, Rp, corners, b
+
+
+def _ground_box(rng, scene: Scene, category: str, shape_dims, yaw_layout: float):
+    """A box of ``shape_dims`` standing on the floor/road under a random image pixel (None if none)."""
+    spec = scene.spec
+    K, W, H = scene.K, spec.width, spec.height
+    for _ in range(8):
+        u, v = rng.uniform(0.05 * W, 0.95 * W), rng.uniform(0.45 * H, 0.98 * H)
+        d_cam = np.linalg.solve(K, np.array([u, v, 1.0]))
+        d_world = scene.R_cw.T @ d_cam
+        if d_world[1] <= 1e-3:
+            continue
+        t = scene.cam_h / d_world[1]
+        p_cam = d_cam * t
+        if not (1.0 < p_cam[2] < (8.0 if spec.environment == "indoor" else 45.0)):
+            continue
+        foot = scene.camera_to_layout(p_cam)
+        return scene.pose_at(foot[0], foot[2], yaw_layout, 0.0, float(shape_dims[1]))
+    return None
+
+
+def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.random.Generator,
+             typical_dims: dict) -> list[Pred]:
+    """Predictions of ``profile`` on one image, sorted by descending score (at most ``max_dets``)."""
+    spec = scene.spec
+    K, W, H = scene.K, spec.width, spec.height
+    ood = spec.name not in profile.trained_on
+    vocab = output_vocabulary(profile, spec)
+    closed = profile.closed_vocabulary is not None
+    conf_p = min(0.9, profile.confusion * (profile.ood_confusion if ood else 1.0))
+    second_p = min(0.9, profile.second_label * (profile.ood_confusion if ood else 1.0))
+    preds: list[Pred] = []
+    for g in gts:
+        kind = scene.objects[g.obj_index].kind
+        label = g.category
+        p = profile.recall * (profile.ood_recall if ood else 1.0)
+        if closed:
+            label = CLOSED_LABEL.get(g.category)
+            if label is None or label not in vocab:
+                continue
+            if label != g.category:
+                p *= profile.closed_novel_recall
+        vis = max(g.visibility, 0.0) if g.visibility >= 0 else 1.0
+        box = g.trunc
+        h2d = (box[3] - box[1]) * (np.sqrt(vis) if g.tight[0] < 0 else 1.0)
+        if g.tight[0] >= 0:
+            h2d = g.tight[3] - g.tight[1]
+        size_term = h2d / (h2d + profile.min_height_px)
+        p *= vis ** profile.occlusion_power * size_term * (1.0 - profile.truncation_penalty * g.truncation)
+        if g.behind or rng.random() >= p:
+            continue
+        quality = 0.55 + 0.45 * vis * min(1.0, size_term / 0.8)
+        raw = float(np.clip(rng.normal(profile.score_mean * quality, 0.08), 0.02, 0.98))
+        origin = "object"
+        table = _neighbours(label, kind, spec, vocab)
+        if rng.random() < conf_p:
+            wrong = _choose_wrong(rng, profile, label, table, vocab)
+            if wrong is not None:
+                label = wrong
+                raw *= rng.uniform(0.6, 0.95)
+        c, d, Rp, corners, b = _perturb(rng, profile, ood, g.center, g.dims, g.R, K, W, H, box)
+        if c[2] <= 0.3:
+            continue
+        preds.append(Pred(label, _calibrate(profile, raw), c, d, Rp, corners, b, origin, g.ann_id))
+        if rng.random() < second_p:
+            alt_table = {k: v for k, v in _neighbours(g.category if not closed else label, kind, spec,
+                                                       vocab).items() if k != label}
+            alt = _choose_wrong(rng, profile, label, alt_table, vocab)
+            if alt is not None and alt != label:
+                c2, d2, R2, k2, b2 = _perturb(rng, profile, ood, c, d, Rp, K, W, H, b, scale_noise=0.25)
+                raw2 = raw * profile.second_score * rng.uniform(0.55, 1.0)
+                preds.append(Pred(alt, _calibrate(profile, raw2), c2, d2, R2, k2, b2, "second", g.ann_id))
+        if rng.random() < profile.duplicates:
+            c2, d2, R2, k2, b2 = _perturb(rng, profile, ood, c, d, Rp, K, W, H, b, scale_noise=1.0)
+            raw2 = raw * rng.uniform(0.3, 0.75)
+            if c2[2] > 0.3:
+                preds.append(Pred(label, _calibrate(profile, raw2), c2, d2, R2, k2, b2, "duplicate", g.ann_id))
+    # hallucinations: classes absent from the image, on empty floor / road
+    present = {CLOSED_LABEL.get(g.category) if closed else g.category for g in gts}
+    absent = [c for c in vocab if c not in present and c in typical_dims]
+    lam = profile.hallucinations * (profile.ood_hallucinations if ood else 1.0)
+    n_h = int(rng.poisson(lam)) if absent else 0
+    for _ in range(n_h):
+        w = np.array([profile.attractors.get(c, 1.0) for c in absent])
+        cat = absent[int(rng.choice(len(absent), p=w / w.sum()))]
+        dims = np.asarray(typical_dims[cat], float) * np.exp(rng.normal(0, 0.1, 3))
+        pose = _ground_box(rng, scene, cat, dims, rng.uniform(0, 2 * np.pi))
+        if pose is None:
+            continue
+        c, R = pose
+        corners = corners_from_pose(c, dims, R)[0]
+        _, trunc = projected_box2d(corners[None], K, W, H)
+        if trunc[0, 0] < 0:
+            continue
+        raw = rng.uniform(*profile.halluc_score)
+        preds.append(Pred(cat, _calibrate(profile, raw), c, dims, R, corners, trunc[0], "hallucination", 0))
+    order = sorted(range(len(preds)), key=lambda i: -preds[i].score)
+    return [preds[i] for i in order[: profile.max_dets]]
+
+
+def prediction_record(p: Pred, image_id: int, K: np.ndarray, category_id: int, category_name: str | None) -> dict:
+    """A Cube R-CNN instance (``instances_to_coco_json``): bbox XYWH, bbox3D corners in the Omni3D order."""
+    x1, y1, x2, y2 = (float(v) for v in p.box2d)
+    c, d, R = np.round(p.center, 4), np.round(p.dims, 4), np.round(p.R, 6)
+    corners = corners_from_pose(c, d, R)[0]  # from the rounded pose, so the file is self-consistent
+    c2 = K @ c
+    rec = {
+        "image_id": int(image_id), "category_id": int(category_id),
+        "bbox": np.round([x1, y1, x2 - x1, y2 - y1], 2).tolist(), "score": round(float(p.score), 5),
+        "depth": round(float(c[2]), 4),
+        "bbox3D": np.round(corners, 5).tolist(), "center_cam": c.tolist(),
+        "center_2D": np.round(c2[:2] / c2[2], 2).tolist(), "dimensions": d.tolist(), "pose": R.tolist(),
+    }
+    if category_name is not None:
+        rec["category_name"] = category_name
+    return rec
