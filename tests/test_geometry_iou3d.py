@@ -177,6 +177,44 @@ def test_large_coordinates():
     assert iou1(a, b) == pytest.approx(iou_oracle.iou(a[0], b[0]), abs=1e-9)
 
 
+def _aligned_family(n, seed):
+    """Pairs sharing a rotation, with dims and offsets on a 1/8 m grid: many exactly coplanar and touching faces, some
+    pairs 1e4 m from the origin. Their IoU has a closed form (a product of interval overlaps in the box frame)."""
+    rng = np.random.default_rng(seed)
+    R = Rotation.random(n, random_state=seed).as_matrix()
+    R[: n // 3] = np.eye(3)
+    d1 = rng.integers(1, 8, (n, 3)) * 0.25
+    d2 = rng.integers(1, 8, (n, 3)) * 0.25
+    t_local = rng.integers(-8, 9, (n, 3)) * 0.125  # along local (x, y, z) = (l, h, w)
+    base = rng.normal(0, 1, (n, 3)) * np.where(rng.random((n, 1)) < 0.3, 1e4, 10)
+    a = corners_from_pose(base, d1, R)
+    b_centre = base + np.einsum("nij,nj->ni", R, t_local)
+    ha, hb = d1[:, ::-1] / 2, d2[:, ::-1] / 2
+    inter = np.prod(np.clip(np.minimum(ha, t_local + hb) - np.maximum(-ha, t_local - hb), 0, None), axis=1)
+    want = inter / (d1.prod(1) + d2.prod(1) - inter)
+    return a, b_centre, d2, R, want
+
+
+def test_aligned_boxes_closed_form():
+    a, b_centre, d2, R, want = _aligned_family(3000, seed=21)
+    idx = np.arange(len(a))
+    got = paired_iou_3d(a, corners_from_pose(b_centre, d2, R), idx, idx)
+    assert (want == 0).mean() > 0.2 and (want > 0.2).mean() > 0.2
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("eps", [1e-11, 1e-9, 1e-7])
+def test_continuity_under_tiny_rotations(eps):
+    """Tilting one box of each aligned pair by ~eps rad changes IoU by O(eps): nearly coplanar (and nearly touching)
+    faces must not turn rounding noise into volume."""
+    a, b_centre, d2, R, want = _aligned_family(3000, seed=22)
+    tilt = Rotation.from_rotvec(np.random.default_rng(1).normal(size=(len(a), 3)) * eps).as_matrix()
+    b = corners_from_pose(b_centre, d2, np.einsum("nij,njk->nik", R, tilt))
+    idx = np.arange(len(a))
+    err = np.abs(paired_iou_3d(a, b, idx, idx) - want)
+    assert err.max() < 50 * eps + 1e-10
+
+
 def test_relabelled_box_is_the_same_box():
     """Rotating the object frame by 90 degrees about y and swapping w and l gives the same cuboid with other labels."""
     c = np.array([1.0, 0.5, 12.0])

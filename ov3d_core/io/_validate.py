@@ -148,7 +148,7 @@ class Records:
                 raise self.error(i, field, f"present ({describe(kind, shape)})") from None
             if any(v is None for v in vals):
                 i = next(i for i, v in enumerate(vals) if v is None)
-                raise self.error(i, field, describe(kind, shape), got=None)
+                raise self.error(i, field, f"{describe(kind, shape)}, got null")
             return vals
         vals = [r.get(field, default) for r in self.records]
         if any(v is None for v in vals):

@@ -1,0 +1,72 @@
+"""`python -m ov3d_core evaluate`: the JSON shape, numbers that match the library, and bad input -> exit 2."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ov3d_core.cli import main
+from tests.io.factories import make_annotation, make_gt_json, make_image, make_pred_from_annotation, make_pred_json
+
+
+@pytest.fixture()
+def files(tmp_path):
+    anns = [make_annotation(1, 1, category="chair", center=(0.0, 0.3, 4.0), dims=(0.6, 0.9, 0.6)),
+            make_annotation(2, 1, category="table", center=(1.5, 0.3, 6.0), dims=(1.0, 0.7, 1.6)),
+            make_annotation(3, 2, category="chair", center=(-1.0, 0.3, 12.0), dims=(0.6, 0.9, 0.6))]
+    gt = make_gt_json(tmp_path, images=[make_image(1), make_image(2)], annotations=anns)
+    preds = [make_pred_from_annotation(anns[0], score=0.9),  # TP chair (near)
+             make_pred_from_annotation(anns[1], score=0.8, category_id=18),  # table labelled chair: FP chair
+             make_pred_from_annotation(anns[2], score=0.7)]  # TP chair (medium)
+    pred = make_pred_json(tmp_path, preds)
+    return gt, pred, tmp_path
+
+
+def test_evaluate_json_shape_and_hand_numbers(files, capsys):
+    gt, pred, tmp = files
+    out = tmp / "out.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--run-name", "r",
+                 "--json", str(out), "--cache-dir", str(tmp / "cache")]) == 0
+    res = json.loads(out.read_text())
+    (name, block), = res["datasets"].items()
+    assert name == gt.stem or name  # info.name or the stem
+    for key in ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F", "recall3D@15"):
+        assert key in block
+    # chair: dets by score: TP (0.9), FP (0.8, the table), TP (0.7); 2 GT. Precision envelope: recall 0.5 at p=1,
+    # recall 1.0 at p=2/3 -> 101-point AP = (51*1 + 50*2/3)/101 at every IoU threshold (perfect boxes).
+    chair = (51 + 50 * 2 / 3) / 101 * 100
+    assert block["per_category"]["chair"]["AP3D"] == pytest.approx(chair, abs=1e-9)
+    # table: one GT, no table prediction -> AP 0 (not NaN: it has GT)
+    assert block["per_category"]["table"]["AP3D"] == pytest.approx(0.0)
+    assert block["AP3D"] == pytest.approx((chair + 0.0) / 2, abs=1e-9)
+    # class-agnostic recall: all 3 GT localised (the mislabelled table too)
+    assert block["recall3D@15"] == pytest.approx(1.0)
+    # near: chair GT 1 at 4 m (det TP), the FP chair at 6 m is in near too -> same as chair AP over near only GT 1:
+    # dets in near: 0.9 TP, 0.8 FP; det at 12 m is out of the near range and unmatched there -> ignored. 1 GT.
+    assert block["AP3D-N"] == pytest.approx(np.mean([100.0, 0.0]), abs=1e-9)  # chair 100, table 0 (GT at 6 m)
+    assert res["pooled"]["AP3D"] == pytest.approx(block["AP3D"])
+    assert "chair" in capsys.readouterr().out
+
+
+def test_evaluate_target_aware_removes_absent_class_fp(files, tmp_path):
+    gt, pred, tmp = files
+    out = tmp / "ta.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--protocol", "target-aware",
+                 "--json", str(out), "--cache-dir", str(tmp / "cache")]) == 0
+    block = next(iter(json.loads(out.read_text())["datasets"].values()))
+    # chair is present in image 1, so the mislabelled "chair" on the table survives the oracle: same AP.
+    assert block["per_category"]["chair"]["AP3D"] == pytest.approx((51 + 50 * 2 / 3) / 101 * 100, abs=1e-9)
+
+
+def test_evaluate_bad_input_exits_2_without_traceback(tmp_path):
+    gt = tmp_path / "gt.json"
+    gt.write_text("{not json")
+    pred = tmp_path / "p.json"
+    pred.write_text("[]")
+    proc = subprocess.run([sys.executable, "-m", "ov3d_core", "evaluate", "--gt", str(gt), "--pred", str(pred),
+                           "--cache-dir", str(tmp_path / "c")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "gt.json" in proc.stderr
