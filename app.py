@@ -132,7 +132,7 @@ def _presentation_bar() -> None:
 def main() -> None:
     ui.init_state()
     presenting = bool(ui.get("presentation"))
-    st.set_page_config(page_title="OV3D Explorer", page_icon=":material/deployed_code:", layout="wide",
+    st.set_page_config(page_title="OV3D Explorer", page_icon="🧊", layout="wide",
                        initial_sidebar_state="collapsed" if presenting else "auto")
     if presenting and CSS.exists():
         st.markdown(f"<style>{CSS.read_text()}</style>", unsafe_allow_html=True)

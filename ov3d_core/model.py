@@ -127,6 +127,7 @@ class Dataset:
         environment: "indoor", "outdoor" or None (used to restrict domain-transfer pairs).
         proximity: use proximity evaluation (Omni3D: on for SUNRGBD and Objectron).
         root: folder that image ``file_path`` values are relative to (None: unknown).
+        category_ids: the GT file's full category id -> name table (resolves prediction ids).
     """
 
     name: str
@@ -138,6 +139,7 @@ class Dataset:
     environment: str | None = None
     proximity: bool = False
     root: str | None = None
+    category_ids: dict = field(default_factory=dict)
 
     def image_index(self, image_ids: np.ndarray) -> np.ndarray:
         """Row positions in ``images`` of the given image ids (-1 where unknown)."""

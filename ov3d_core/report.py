@@ -318,7 +318,7 @@ def confusion_tables(bench, scores: Mapping, options: ReportOptions | None = Non
     n_cross = int(n_all - np.trace(pooled))
     diag = np.diag(norm)
     summary.append({"run": ALL, "dataset": ALL, "n_matched": n_all, "n_fine_confusions": n_fine_conf_all,
-                    "accuracy": float("nan"),
+                    "accuracy": (n_all - n_fine_conf_all) / n_all if n_all else np.nan,
                     "cross_super_share_of_confusions": n_cross / n_fine_conf_all if n_fine_conf_all else np.nan,
                     "cross_super_share_of_matches": n_cross / n_all if n_all else np.nan,
                     "mean_off_diagonal": float(1.0 - np.nanmean(diag)) if np.isfinite(diag).any() else np.nan,

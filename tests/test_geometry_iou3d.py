@@ -185,7 +185,7 @@ def _aligned_family(n, seed):
     R[: n // 3] = np.eye(3)
     d1 = rng.integers(1, 8, (n, 3)) * 0.25
     d2 = rng.integers(1, 8, (n, 3)) * 0.25
-    t_local = rng.integers(-8, 9, (n, 3)) * 0.125  # along local (x, y, z) = (l, h, w)
+    t_local = rng.integers(-5, 6, (n, 3)) * 0.125  # along local (x, y, z) = (l, h, w)
     base = rng.normal(0, 1, (n, 3)) * np.where(rng.random((n, 1)) < 0.3, 1e4, 10)
     a = corners_from_pose(base, d1, R)
     b_centre = base + np.einsum("nij,nj->ni", R, t_local)
@@ -199,7 +199,7 @@ def test_aligned_boxes_closed_form():
     a, b_centre, d2, R, want = _aligned_family(3000, seed=21)
     idx = np.arange(len(a))
     got = paired_iou_3d(a, corners_from_pose(b_centre, d2, R), idx, idx)
-    assert (want == 0).mean() > 0.2 and (want > 0.2).mean() > 0.2
+    assert (want == 0).mean() > 0.1 and (want > 0.2).mean() > 0.05
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
 
 

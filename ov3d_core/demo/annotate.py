@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ov3d_core.demo.scenes import Scene
+from ov3d_core.demo.scenes import Scene, rotate
 from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
 
 #: Decimal places written to JSON (metres, pixels, rotations).
@@ -148,6 +148,14 @@ def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
     if render is None:
         zvis = _zbuffer_visibility([(x[5], x[2][2]) for x in cand], K, W, H)
     records, objs = [], []
+    if render is not None:  # pixel lists per object, from one sort of the instance map
+        flat = render.instance.ravel()
+        pix = np.flatnonzero(flat >= 0)
+        lab = flat[pix]
+        order = np.argsort(lab, kind="stable")
+        pix, lab = pix[order], lab[order]
+        ids = np.arange(len(scene.objects))
+        starts, ends = np.searchsorted(lab, ids, "left"), np.searchsorted(lab, ids, "right")
     for k, (i, o, c, dims, R, corners, proj, trunc) in enumerate(cand):
         ann_id = spec.ann_id_base + scene.index * 100 + k + 1
         behind = bool((corners[:, 2] <= 0).any())
@@ -161,7 +169,8 @@ def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
         visible_px = -1
         if render is not None:
             visibility = float(render.visibility[i])
-            ys, xs = np.nonzero(render.instance == i)
+            p_i = pix[starts[i]:ends[i]]
+            ys, xs = p_i // W, p_i % W
             visible_px = int(len(xs))
             if visible_px:
                 tight = np.array([xs.min(), ys.min(), xs.max(), ys.max()], float)
@@ -177,7 +186,7 @@ def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
             else:
                 pts = render.points
                 if len(pts):
-                    local = (pts.astype(np.float64) - c) @ R  # R^T (p - c)
+                    local = rotate(pts.astype(np.float64) - c, R.T)  # R^T (p - c)
                     half = 0.5 * np.array([dims[2], dims[1], dims[0]])
                     inside = (np.abs(local[:, 0]) <= half[0]) & (np.abs(local[:, 2]) <= half[2]) & \
                         (np.abs(local[:, 1]) <= half[1]) & (local[:, 1] < half[1] - 0.03)

@@ -158,7 +158,7 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
     if not 1 <= images <= MAX_IMAGES:
         raise ValueError(f"images must be in [1, {MAX_IMAGES}], got {images}")
     t0 = time.perf_counter()
-    stage = out.parent / f".{out.name}.building"
+    stage = out.parent / f".{out.name}.building-{os.getpid()}"
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
@@ -233,12 +233,18 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
 
 def _replace(stage: Path, out: Path) -> None:
     """Move the finished build into place; refuses to delete a folder that is not a demo build."""
-    if out.exists():
-        entries = list(out.iterdir())
-        if entries and not ((out / "manifest.json").exists() or (out / "benchmark.yaml").exists()):
-            raise FileExistsError(f"{out} exists and is not a demo build (no manifest.json); not overwriting it")
-        shutil.rmtree(out)
-    stage.rename(out)
+    for _ in range(3):  # a concurrent build of the same folder may finish between the two steps
+        if out.exists():
+            entries = list(out.iterdir())
+            if entries and not ((out / "manifest.json").exists() or (out / "benchmark.yaml").exists()):
+                raise FileExistsError(f"{out} exists and is not a demo build (no manifest.json); not overwriting it")
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            stage.rename(out)
+            return
+        except OSError:
+            continue
+    raise FileExistsError(f"could not move the new demo build into {out}")
 
 
 def read_manifest(out: str | os.PathLike) -> dict | None:

@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from ov3d_core.demo import scenes as S
+from ov3d_core.demo.scenes import rotate
 from ov3d_core.demo.shapes import EMISSIVE, GLASS, GLOSSY
 
 INDOOR_POINT_STRIDE = 10  # depth-map back-projection grid (pixels)
@@ -72,7 +73,7 @@ def _mesh_arrays(scene: S.Scene):
         geoms.append((scene.layout_to_camera(bv * (hi - lo) + (lo + hi) / 2), bt))
     for o in scene.objects:
         c, R = scene.object_pose(o)
-        geoms.append((o.shape.verts @ R.T + c, o.shape.tris))
+        geoms.append((rotate(o.shape.verts, R) + c, o.shape.tris))
     return geoms
 
 
@@ -290,7 +291,7 @@ def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
     if len(bgm):
         P = scene.camera_to_layout(dirs[bgm] * t_hit[bgm, None])
         nb = n[bgm] * facing[bgm, None]
-        nw = nb @ np.asfortranarray(scene.R_cw.astype(np.float32))
+        nw = rotate(nb, scene.R_cw.T)
         r, f = scene._axes()
         n_lay = np.stack([r[0] * nw[:, 0] + f[0] * nw[:, 2], -nw[:, 1], r[1] * nw[:, 0] + f[1] * nw[:, 2]], -1)
         col[bgm] = _background_colour(scene, bgi[bgm].astype(np.int64), P, n_lay)
@@ -307,7 +308,7 @@ def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
         ng = n[gl] * facing[gl, None]
         dg = dirs[gl] / np.linalg.norm(dirs[gl], axis=1, keepdims=True)
         refl = dg - 2 * (dg * ng).sum(1, keepdims=True) * ng
-        spec_ = np.clip(refl @ L, 0, 1) ** 24
+        spec_ = np.clip(refl[:, 0] * L[0] + refl[:, 1] * L[1] + refl[:, 2] * L[2], 0, 1) ** 24
         add = (0.45 if indoor else 0.6) * spec_[:, None] * np.ones(3, np.float32)
         if not indoor:
             g2 = (mat[gl] == GLASS)[:, None]
@@ -331,7 +332,7 @@ def lidar_scan(scene: S.Scene, rs, n_bg: int) -> tuple[np.ndarray, np.ndarray]:
     el = np.deg2rad(np.linspace(*LIDAR_ELEVATION_DEG, LIDAR_BEAMS))
     A, E = np.meshgrid(az, el)
     d_world = np.stack([np.cos(E) * np.sin(A), -np.sin(E), np.cos(E) * np.cos(A)], -1).reshape(-1, 3)
-    d_cam = d_world @ scene.R_cw.T
+    d_cam = rotate(d_world, scene.R_cw)
     origin = scene.R_cw @ np.asarray(LIDAR_OFFSET_WORLD)
     t, gid, _, _ = _cast(rs, origin, d_cam)
     ok = np.isfinite(t) & (t < LIDAR_RANGE)

@@ -136,6 +136,12 @@ DATASETS: tuple[DatasetSpec, ...] = (
 DATASETS_BY_NAME = {d.name: d for d in DATASETS}
 
 
+def rotate(pts: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``pts @ M.T`` for (n, 3) points without BLAS (BLAS threads are slow for thin matrices on a busy machine)."""
+    pts = np.asarray(pts)
+    return np.einsum("...j,kj->...k", pts, np.asarray(M, dtype=pts.dtype if pts.dtype == np.float32 else None))
+
+
 # ------------------------------------------------------------------------------------------------ scene model
 @dataclass(eq=False)
 class Placed:
@@ -229,10 +235,11 @@ class Scene:
         r, f = self._axes()
         dx, dz = pts[..., 0] - self.cam_x, pts[..., 2] - self.cam_z
         world = np.stack([r[0] * dx + r[1] * dz, self.cam_h - pts[..., 1], f[0] * dx + f[1] * dz], -1)
-        return world @ self.R_cw.T
+        return rotate(world, self.R_cw)
 
     def camera_to_layout(self, pts: np.ndarray) -> np.ndarray:
-        world = np.asarray(pts, float) @ np.asfortranarray(self.R_cw)  # (F order: fast BLAS path)
+        pts = np.asarray(pts)
+        world = rotate(pts if pts.dtype == np.float32 else pts.astype(np.float64), self.R_cw.T)
         r, f = self._axes()
         x = self.cam_x + r[0] * world[..., 0] + f[0] * world[..., 2]
         z = self.cam_z + r[1] * world[..., 0] + f[1] * world[..., 2]

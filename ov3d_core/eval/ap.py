@@ -434,7 +434,12 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     else:
         in_prox = np.zeros(n_pairs, bool)
         sel &= pair_iou >= t_min
-    perm, indptr = pairs_by_pred(pair_gt, pair_pred, sel, max(n_gt, 1), n_pred)
+    n_acc = len(acc_order)
+    acc_pos = np.full(n_pred, -1, np.int64)
+    acc_pos[acc_order] = np.arange(n_acc)
+    # CSR keyed by accumulation position (GT rows ascending within), gathered so the kernel reads sequentially
+    perm, indptr = pairs_by_pred(pair_gt, acc_pos[pair_pred], sel, max(n_gt, 1), n_acc)
+    cand_gt, cand_iou, cand_prox = pair_gt[perm], pair_iou[perm], in_prox[perm]
 
     # ranges (inclusive): out if value < lo or value > hi
     lo = np.array([r[0] for r in params.ranges.values()])[:, None]
@@ -458,8 +463,8 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     dt_match = np.full((T, n_pred if return_matches else 0), -1, np.int64)
     gt_match = np.full((T, n_gt if return_matches else 0), -1, np.int64)
     state = np.repeat(unmatched[:, :, None], T, axis=2)  # (n_acc, A, T); matched detections are overwritten
-    rows = np.flatnonzero(np.diff(indptr)[acc_order] > 0)
-    coco_greedy_match(acc_order, rows, indptr, perm, pair_gt, pair_iou, in_prox, det_prox, gt_ign_r,
+    rows = np.flatnonzero(np.diff(indptr) > 0)
+    coco_greedy_match(acc_order, rows, indptr, cand_gt, cand_iou, cand_prox, det_prox[acc_order], gt_ign_r,
                       params.iou_thresholds, unmatched, state, rec_a if return_matches else -1, dt_match, gt_match)
 
     # 3. accumulate

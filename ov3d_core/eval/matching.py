@@ -123,7 +123,7 @@ def truncate_per_group(order_by_image, image_indptr, label, n_categories, max_de
 
 
 @njit(cache=True)
-def coco_greedy_match(det_order, rows, indptr, perm, pair_gt, pair_iou, pair_in_prox, det_prox, gt_ignore_r,
+def coco_greedy_match(det_order, rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, gt_ignore_r,
                       thresholds, unmatched, state, record_range, dt_match, gt_match):
     """Omni3D / COCO greedy matching of every detection at every IoU threshold and range.
 
@@ -140,10 +140,12 @@ def coco_greedy_match(det_order, rows, indptr, perm, pair_gt, pair_iou, pair_in_
     Args:
         det_order: ``(n_acc,)`` detection rows in accumulation order.
         rows: positions i (ascending) of the detections that have candidate pairs; the others keep ``unmatched``.
-        indptr, perm: CSR of candidate pairs per detection row (``pairs_by_pred``), GT rows ascending.
-        pair_gt, pair_iou: ``(P,)`` GT row and IoU of each pair (pairs of the same category only).
-        pair_in_prox: ``(P,)`` bool, 2D IoU > proximity threshold.
-        det_prox: ``(n_pred,)`` bool, proximity evaluation on for this detection's dataset.
+        indptr: ``(n_acc + 1,)`` CSR pointers: the candidates of position i are ``indptr[i]:indptr[i+1]`` in the
+            arrays below, GT rows ascending (``pairs_by_pred`` keyed by position, then gathered: the walk is
+            sequential in memory).
+        cand_gt, cand_iou: GT row and IoU of each candidate pair (same category only).
+        cand_in_prox: bool, 2D IoU > proximity threshold.
+        det_prox: ``(n_acc,)`` bool, proximity evaluation on for this position's dataset.
         gt_ignore_r: ``(A, n_gt)`` bool, GT ignored for range a (flag or out of range).
         thresholds: ``(T,)`` IoU thresholds.
         unmatched: ``(n_acc, A)`` uint8 outcome of an unmatched detection.
@@ -156,39 +158,37 @@ def coco_greedy_match(det_order, rows, indptr, perm, pair_gt, pair_iou, pair_in_
     n_ranges = gt_ignore_r.shape[0]
     n_thr = thresholds.shape[0]
     n_gt = gt_ignore_r.shape[1]
-    matched = np.zeros((n_ranges, n_thr, n_gt), np.bool_)
+    ign = gt_ignore_r.T.copy()  # (n_gt, A): a GT's flags in one cache line
+    matched = np.zeros((n_gt, n_ranges, n_thr), np.bool_)
     start = np.empty(n_thr, np.float64)
     for t in range(n_thr):
         start[t] = min(thresholds[t], 1.0 - 1e-10)
     record = dt_match.shape[1] > 0
     width = 1
     for ii in range(rows.shape[0]):
-        d = det_order[rows[ii]]
-        width = max(width, indptr[d + 1] - indptr[d])
+        width = max(width, indptr[rows[ii] + 1] - indptr[rows[ii]])
     cand_g = np.empty(width, np.int64)
     cand_v = np.empty(width, np.float64)
     for ii in range(rows.shape[0]):
         i = rows[ii]
-        d = det_order[i]
-        p0 = indptr[d]
-        p1 = indptr[d + 1]
-        prox = det_prox[d]
+        p0 = indptr[i]
+        p1 = indptr[i + 1]
+        prox = det_prox[i]
         for a in range(n_ranges):
             # the GTs this detection may take, in evaluateImg's scan order: non-ignored by row, then ignored by row
             nc = 0
             n_non = 0
-            for ign in range(2):
-                if ign == 1:
+            for ign_pass in range(2):
+                if ign_pass == 1:
                     n_non = nc
                 for q in range(p0, p1):
-                    p = perm[q]
-                    g = pair_gt[p]
-                    if gt_ignore_r[a, g] != (ign == 1):
+                    g = cand_gt[q]
+                    if ign[g, a] != (ign_pass == 1):
                         continue
-                    if prox and not pair_in_prox[p]:
+                    if prox and not cand_in_prox[q]:
                         continue
                     cand_g[nc] = g
-                    cand_v[nc] = pair_iou[p]
+                    cand_v[nc] = cand_iou[q]
                     nc += 1
             if nc == 0:
                 continue
@@ -196,19 +196,20 @@ def coco_greedy_match(det_order, rows, indptr, perm, pair_gt, pair_iou, pair_in_
                 best = start[t]
                 m = -1
                 for c in range(nc):
-                    if c >= n_non and m >= 0:
+                    if c == n_non and m >= 0:
                         break  # holding a non-ignored match: ignored GTs cannot take over
                     g = cand_g[c]
-                    if matched[a, t, g]:
+                    if matched[g, a, t]:
                         continue
                     if cand_v[c] < best:
                         continue
                     best = cand_v[c]
                     m = g
                 if m >= 0:
-                    matched[a, t, m] = True
-                    state[i, a, t] = STATE_IGNORED if gt_ignore_r[a, m] else STATE_TP
+                    matched[m, a, t] = True
+                    state[i, a, t] = STATE_IGNORED if ign[m, a] else STATE_TP
                     if record and a == record_range:
+                        d = det_order[i]
                         dt_match[t, d] = m
                         gt_match[t, m] = d
                 else:

@@ -406,7 +406,8 @@ def load_omni3d_gt(paths, *, categories=None, name: str | None = None, environme
     return Dataset(name=name, images=images, K=K, vocabulary=vocabulary, gt=gt,
                    sources=tuple(file_names), environment=environment,
                    proximity=uses_proximity(name) if proximity is None else bool(proximity),
-                   root=str(plist[0].parent) if root is None else os.fspath(root))
+                   root=str(plist[0].parent) if root is None else os.fspath(root),
+                   category_ids=dict(seen_cat))
 
 
 def _locate(flat_index: int, sizes: list[int]) -> tuple[int, int]:

@@ -92,7 +92,7 @@ def dataset_category_ids(dataset: Dataset) -> dict[int, str]:
     """The dataset's category id -> name table: ``dataset.category_ids`` if the model carries one, else the id/name
     pairs found in its GT (``gt.data["category_id"]``; ids with conflicting names are left out)."""
     table = getattr(dataset, "category_ids", None)
-    if isinstance(table, dict):
+    if isinstance(table, dict) and table:
         return dict(table)
     ids = dataset.gt.data.get("category_id")
     if ids is None or not len(ids):

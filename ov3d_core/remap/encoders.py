@@ -358,11 +358,17 @@ class ProxyEncoder:
         return "ProxyEncoder()"
 
 
+_PROXIES: dict = {}
+
+
 def make_encoder(spec: str, *, device: str | None = None, batch_size: int | None = None, **kw) -> Encoder:
     """Encoder from a CLI/app spec: ``proxy`` or ``hf:<hub name or local dir>``."""
     spec = str(spec).strip()
-    if spec == "proxy":
-        return ProxyEncoder(device=device or "cpu", **({"batch_size": batch_size} if batch_size else {}))
+    if spec == "proxy":  # stateless and small: one instance per process and settings
+        key = (device or "cpu", batch_size)
+        if key not in _PROXIES:
+            _PROXIES[key] = ProxyEncoder(device=key[0], **({"batch_size": batch_size} if batch_size else {}))
+        return _PROXIES[key]
     if spec.startswith("hf:") and len(spec) > 3:
         return HFEncoder(spec[3:], device=device, **({"batch_size": batch_size} if batch_size else {}), **kw)
     raise InputError(None, "encoder", None, "`proxy` or `hf:<checkpoint or local dir>`", spec)

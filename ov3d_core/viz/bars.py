@@ -18,8 +18,12 @@ from ov3d_core.viz.image_overlay import class_colors
 
 
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), clickmode="event+select",
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_traces(cliponaxis=False, selector=dict(type="bar"))
+    fig.update_layout(title=dict(text=title, y=0.98, yanchor="top") if title else None, height=height,
+                      margin=dict(l=60, r=20, t=70 if title else 30, b=40),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), clickmode="event+select",
                       bargap=0.2)
     return fig
 

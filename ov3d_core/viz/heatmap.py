@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 COLORSCALE = "Blues"
 
 
-def _cell_px(n_rows: int, n_cols: int, target: int = 620, lo: int = 10, hi: int = 46) -> int:
+def _cell_px(n_rows: int, n_cols: int, target: int = 620, lo: int = 10, hi: int = 60) -> int:
     return int(np.clip(target / max(n_rows, n_cols, 1), lo, hi))
 
 
