@@ -212,7 +212,7 @@ def test_continuity_under_tiny_rotations(eps):
     b = corners_from_pose(b_centre, d2, np.einsum("nij,njk->nik", R, tilt))
     idx = np.arange(len(a))
     err = np.abs(paired_iou_3d(a, b, idx, idx) - want)
-    assert err.max() < 50 * eps + 1e-10
+    assert err.max() < 10 * eps + 1e-11  # the true change is ~1.7 eps here
 
 
 def test_relabelled_box_is_the_same_box():
@@ -429,3 +429,9 @@ def test_candidate_pairs_with_2d_boxes():
     assert set(zip(ia.tolist(), ib.tolist())) == want
     assert len(ia) > len(ia3)
     assert (img_a[ia] == img_b[ib]).all()
+    with pytest.raises(ValueError):
+        candidate_pairs(img_a, img_b, a, b, box_a, None)
+    # image ids of any sortable type
+    ia_s, ib_s = candidate_pairs(img_a.astype(str), img_b.astype(str), a, b)
+    np.testing.assert_array_equal(ia_s, ia3)
+    np.testing.assert_array_equal(ib_s, ib3)

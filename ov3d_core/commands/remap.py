@@ -60,6 +60,10 @@ def run_remap(args) -> int:
     path = write_cubercnn_json(out_run, args.out, category_ids=category_ids_for(ds, classes))
     summary = evaluate(bench, ds.name, run.name, view)
     ap = summary.get("AP3D", float("nan")) if isinstance(summary, dict) else float("nan")
+    try:
+        before = evaluate(bench, ds.name, run.name, None).get("AP3D", float("nan"))
+    except Exception:  # noqa: BLE001 - the comparison line is optional
+        before = float("nan")
 
     what = "probability" if res.calibrated else "cosine"
     print(f"encoder:   {encoder.name}")
@@ -76,7 +80,8 @@ def run_remap(args) -> int:
     print(f"kept:      {int(res.keep.sum())} of {len(res)} predictions "
           f"({int((~live.valid).sum())} without a crop, {int((live.valid & ~res.keep).sum())} below theta)")
     print(f"wrote:     {path}")
-    print(f"mAP_3D:    {ap:.2f}  ({ds.name}, {run.name}*, dataset-level vocabulary of {len(classes)} classes)")
+    print(f"mAP_3D:    {ap:.2f}  ({ds.name}, {run.name}*, dataset-level vocabulary of {len(classes)} classes; "
+          f"{before:.2f} with the detector's own labels)")
     if spec is not None and getattr(spec, "closed_vocabulary", None) is None:
         print(f"note: run {run.name!r} is not marked closed-vocabulary in the benchmark; remapped anyway",
               file=sys.stderr)

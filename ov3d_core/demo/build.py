@@ -25,6 +25,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -150,9 +151,36 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
     return head + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True)
 
 
+def _process_index(spec, seed, render_images, stage, dims_table, index):
+    return process_image(spec, index, seed, render_images=render_images, out=stage, dims_table=dims_table)
+
+
+def _n_workers(total: int, annotations_only: bool) -> int:
+    """Threads for rendering: ray casting and big numpy operations release the GIL, so two threads overlap one
+    image's shading with the next one's ray casting. Small or annotations-only builds stay single-threaded."""
+    if annotations_only or total < 24:
+        return 1
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def _map(fn, items, workers: int):
+    """``map`` in input order, on a thread pool when ``workers`` > 1 (results do not depend on scheduling: every
+    image draws from its own random streams)."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as ex:
+        yield from ex.map(fn, items)
+
+
 def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: int = 0,
-               annotations_only: bool = False, progress: Progress | None = None) -> dict:
-    """Generate the benchmark into ``out`` (replacing a previous demo build there); returns the manifest."""
+               annotations_only: bool = False, progress: Progress | None = None,
+               workers: int | None = None) -> dict:
+    """Generate the benchmark into ``out`` (replacing a previous demo build there); returns the manifest.
+
+    ``workers``: rendering threads (default: 2 on a multi-core machine for full builds, else 1)."""
     out = Path(out)
     images = int(images)
     if not 1 <= images <= MAX_IMAGES:
@@ -171,6 +199,7 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
         (stage / "runs").mkdir()
         dims_table = typical_dims(seed)
         total = images * len(DATASETS)
+        workers = _n_workers(total, annotations_only) if workers is None else max(1, int(workers))
         done = 0
         counts: dict = {"images": {}, "annotations": {}, "predictions": {}}
         hashes: dict[str, str] = {}
@@ -178,9 +207,8 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
             imgs, anns = [], []
             run_recs = {r.name: [] for r in D.RUNS}
             run_crops = {r.name: [] for r in D.RUNS}
-            for i in range(images):
-                res = process_image(spec, i, seed, render_images=not annotations_only, out=stage,
-                                    dims_table=dims_table)
+            work = partial(_process_index, spec, seed, not annotations_only, stage, dims_table)
+            for i, res in enumerate(_map(work, range(images), workers)):
                 imgs.append(res["image"])
                 anns.extend(res["annotations"])
                 for name, (recs, crops) in res["runs"].items():

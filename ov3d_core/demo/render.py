@@ -105,80 +105,73 @@ def _hash(*cells: np.ndarray) -> np.ndarray:
     return (h - np.floor(h)).astype(np.float32)
 
 
-def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, n_layout: np.ndarray) -> np.ndarray:
-    """Base colour of background hits: part indices (n,), layout hit points (n, 3) (x, height, z),
-    layout-frame normals (n, 3)."""
+def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, normal_of) -> np.ndarray:
+    """Base colour of background hits: part indices (n,), layout hit points (n, 3) (x, height, z) and a function
+    giving the layout-frame normals (k, 3) of some of them (only facades need them)."""
     mats = np.array([b.material for b in scene.background])
-    base = np.array([b.rgb for b in scene.background], np.float32)[part]
+    out = np.array([b.rgb for b in scene.background], np.float32)[part]
     mat = mats[part]
-    x, h, z = P[:, 0], P[:, 1], P[:, 2]
-    out = base
-    m = mat == S.BG_FLOOR_WOOD
-    if m.any():
-        row = np.floor(z[m] / 0.14)
-        seg = np.floor((x[m] + 0.6 * _hash(row)) / 1.2)
-        tint = 0.88 + 0.2 * _hash(row, seg)
-        grain = 1.0 + 0.025 * np.sin(x[m] * 37.0 + 6.0 * _hash(row))
-        seam = (np.mod(z[m], 0.14) < 0.006) | (np.mod(x[m] + 0.6 * _hash(row), 1.2) < 0.006)
-        out[m] *= (tint * grain * np.where(seam, 0.7, 1.0))[:, None]
-    m = mat == S.BG_FLOOR_TILE
-    if m.any():
-        size = 0.45
-        ix, iz = np.floor(x[m] / size), np.floor(z[m] / size)
-        grout = (np.mod(x[m], size) < 0.012) | (np.mod(z[m], size) < 0.012)
-        tint = 0.95 + 0.08 * _hash(ix, iz)
-        out[m] = np.where(grout[:, None], 0.55, out[m] * tint[:, None])
-    m = mat == S.BG_CARPET
-    if m.any():
-        out[m] *= (0.95 + 0.06 * _hash(np.floor(x[m] / 0.25), np.floor(z[m] / 0.25)))[:, None]
-    m = mat == S.BG_WALL
-    if m.any():
-        shade = 1.0 - 0.04 * np.clip(h[m] / 3.0, 0, 1)
-        skirting = h[m] < 0.08
-        out[m] = np.where(skirting[:, None], np.array([0.92, 0.92, 0.9]), out[m] * shade[:, None])
-    m = mat == S.BG_ROAD
-    if m.any():
-        r = scene.road
-        xm, zm = x[m], z[m]
-        col = out[m] * (0.94 + 0.1 * _hash(np.floor(xm / 0.4), np.floor(zm / 0.4)))[:, None]
-        lw, white = 0.13, np.array([0.88, 0.88, 0.86])
-        yellow = np.array([0.85, 0.68, 0.15])
-        dash = np.mod(zm, 9.0) < 3.0
-        for k in list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]:
-            line = (np.abs(xm - k * r["lane_w"]) < lw / 2) & dash
-            col[line] = white
-        if r["av"]:
-            centre = (np.abs(np.abs(xm) - 0.12) < 0.06)
-            col[centre] = yellow
-        else:
-            col[(np.abs(xm) < lw / 2) & dash] = white
-        for edge in (r["n_right"] * r["lane_w"], -r["n_left"] * r["lane_w"]):
-            col[np.abs(xm - edge) < lw / 2] = white
-        if r["crossing"] is not None:
-            z0, z1 = r["crossing"]
-            zebra = (zm > z0) & (zm < z1) & (np.mod(xm, 1.0) < 0.5)
-            col[zebra] = white
-        if r["tram"]:
-            for off in (-0.72, 0.72):
-                col[np.abs(xm - r["tram_x"] - off) < 0.04] = np.array([0.62, 0.62, 0.64])
-        out[m] = col
-    m = mat == S.BG_SIDEWALK
-    if m.any():
-        size = 0.6
-        grout = (np.mod(x[m], size) < 0.015) | (np.mod(z[m], size) < 0.015)
-        tint = 0.93 + 0.1 * _hash(np.floor(x[m] / size), np.floor(z[m] / size))
-        out[m] = np.where(grout[:, None], out[m] * 0.72, out[m] * tint[:, None])
-    m = mat == S.BG_FACADE
-    if m.any():
-        side = np.abs(n_layout[m, 0]) > np.abs(n_layout[m, 2])
-        u = np.where(side, z[m], x[m])
-        hh = h[m]
-        ground = hh < 3.2
-        col_w = np.mod(u, 2.4)
-        win = np.where(ground, (np.mod(u, 4.0) < 3.0) & (hh > 0.5) & (hh < 2.8),
-                       (col_w > 0.6) & (col_w < 1.8) & (np.mod(hh - 3.2, 3.1) > 0.9) & (np.mod(hh - 3.2, 3.1) < 2.6))
-        glass = np.array([0.16, 0.2, 0.26]) * (0.8 + 0.5 * _hash(np.floor(u / 2.4), np.floor(hh / 3.1)))[:, None]
-        out[m] = np.where(win[:, None], glass, out[m])
+    for code in np.unique(mats):
+        idx = np.flatnonzero(mat == code)
+        if not len(idx):
+            continue
+        x, h, z = P[idx, 0], P[idx, 1], P[idx, 2]
+        col = out[idx]
+        if code == S.BG_FLOOR_WOOD:
+            row = np.floor(z / 0.14)
+            hr = _hash(row)
+            xs = x + 0.6 * hr
+            tint = 0.88 + 0.2 * _hash(row, np.floor(xs / 1.2))
+            grain = 1.0 + 0.025 * np.sin(x * 37.0 + 6.0 * hr)
+            seam = (np.mod(z, 0.14) < 0.006) | (np.mod(xs, 1.2) < 0.006)
+            col *= (tint * grain * np.where(seam, 0.7, 1.0))[:, None]
+        elif code == S.BG_FLOOR_TILE:
+            size = 0.45
+            grout = (np.mod(x, size) < 0.012) | (np.mod(z, size) < 0.012)
+            col *= (0.95 + 0.08 * _hash(np.floor(x / size), np.floor(z / size)))[:, None]
+            col[grout] = 0.55
+        elif code == S.BG_CARPET:
+            col *= (0.95 + 0.06 * _hash(np.floor(x / 0.25), np.floor(z / 0.25)))[:, None]
+        elif code == S.BG_WALL:
+            col *= (1.0 - 0.04 * np.clip(h / 3.0, 0, 1))[:, None]
+            col[h < 0.08] = (0.92, 0.92, 0.9)
+        elif code == S.BG_ROAD:
+            r = scene.road
+            col *= (0.94 + 0.1 * _hash(np.floor(x / 0.4), np.floor(z / 0.4)))[:, None]
+            lw, white = 0.13, (0.88, 0.88, 0.86)
+            dash = np.mod(z, 9.0) < 3.0
+            lines = [(k * r["lane_w"], True) for k in list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]]
+            lines += [(r["n_right"] * r["lane_w"], False), (-r["n_left"] * r["lane_w"], False)]
+            if not r["av"]:
+                lines.append((0.0, True))
+            for x0, dashed in lines:
+                on = np.abs(x - x0) < lw / 2
+                col[on & dash if dashed else on] = white
+            if r["av"]:
+                col[np.abs(np.abs(x) - 0.12) < 0.06] = (0.85, 0.68, 0.15)
+            if r["crossing"] is not None:
+                z0, z1 = r["crossing"]
+                col[(z > z0) & (z < z1) & (np.mod(x, 1.0) < 0.5)] = white
+            if r["tram"]:
+                for off in (-0.72, 0.72):
+                    col[np.abs(x - r["tram_x"] - off) < 0.04] = (0.62, 0.62, 0.64)
+        elif code == S.BG_SIDEWALK:
+            size = 0.6
+            grout = (np.mod(x, size) < 0.015) | (np.mod(z, size) < 0.015)
+            col *= (0.93 + 0.1 * _hash(np.floor(x / size), np.floor(z / size)))[:, None]
+            col[grout] *= 0.75
+        elif code == S.BG_FACADE:
+            n_lay = normal_of(idx)
+            side = np.abs(n_lay[:, 0]) > np.abs(n_lay[:, 2])
+            u = np.where(side, z, x)
+            col_w = np.mod(u, 2.4)
+            fl = np.mod(h - 3.2, 3.1)
+            win = np.where(h < 3.2, (np.mod(u, 4.0) < 3.0) & (h > 0.5) & (h < 2.8),
+                           (col_w > 0.6) & (col_w < 1.8) & (fl > 0.9) & (fl < 2.6))
+            wi = np.flatnonzero(win)
+            col[wi] = np.array([0.16, 0.2, 0.26], np.float32) * \
+                (0.8 + 0.5 * _hash(np.floor(u[wi] / 2.4), np.floor(h[wi] / 3.1)))[:, None]
+        out[idx] = col
     return out
 
 
@@ -209,32 +202,9 @@ def render(scene: S.Scene, *, points: bool = True, rgb: bool = True) -> Render:
 
     n_obj = len(scene.objects)
     visible = np.bincount(inst[inst >= 0], minlength=n_obj).astype(np.int64)
-    alone = np.zeros(n_obj, np.int64)
-    vis_s = np.zeros(n_obj, np.int64)
-    inst2 = inst.reshape(H, W)
-    from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
-
-    for i in range(n_obj):
-        if scene.objects[i].category is None:
-            continue
-        o = scene.objects[i]
-        c, R = scene.object_pose(o)
-        corners = corners_from_pose(c, o.shape.dims, R)
-        _, trunc = projected_box2d(corners, K, W, H)
-        if trunc[0, 0] < 0:
-            continue
-        x0, y0 = int(np.floor(trunc[0, 0])), int(np.floor(trunc[0, 1]))
-        x1, y1 = int(np.ceil(trunc[0, 2])), int(np.ceil(trunc[0, 3]))
-        area = (x1 - x0 + 1) * (y1 - y0 + 1)
-        stride = max(1, int(np.ceil(np.sqrt(area / 1500.0))))
-        ys, xs = np.mgrid[y0:y1 + 1:stride, x0:x1 + 1:stride]
-        ys, xs = ys.ravel(), xs.ravel()
-        single = build_raycasting_scene([geoms[n_bg + i]])
-        th, _, _, _ = _cast(single, np.zeros(3), dirs[ys * W + xs])
-        a = np.isfinite(th)
-        alone[i] = int(a.sum())
-        vis_s[i] = int((a & (inst2[ys, xs] == i)).sum())
+    alone, vis_s = _alone_counts(scene, geoms[n_bg:], dirs, inst.reshape(H, W))
     visibility = np.where(alone > 0, vis_s / np.maximum(alone, 1), 0.0)
+    inst2 = inst.reshape(H, W)
 
     pts = np.zeros((0, 3), np.float32)
     pobj = np.zeros(0, np.int32)
@@ -265,6 +235,63 @@ def _sensor(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     return vign, noise
 
 
+SLOT_SPACING = 2000.0  # metres between the copies of objects in the "rendered alone" scene
+
+
+def _alone_counts(scene: S.Scene, obj_geoms, dirs: np.ndarray, inst2: np.ndarray):
+    """For every annotated object, sample the pixels of its projected box and count how many see the object when it
+    is rendered alone, and how many of those show it in the full render.
+
+    All objects are cast in one call: each object is moved into its own far-apart slot (a 2 km grid) and its rays
+    start from the same offset, so a ray can only hit its own object first (hits beyond 1 km are discarded)."""
+    from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
+
+    spec = scene.spec
+    K, W, H = scene.K, spec.width, spec.height
+    n_obj = len(scene.objects)
+    alone = np.zeros(n_obj, np.int64)
+    vis_s = np.zeros(n_obj, np.int64)
+    geoms, origins, ray_dirs, owner, pix, slot_obj = [], [], [], [], [], []
+    for i, o in enumerate(scene.objects):
+        if o.category is None:
+            continue
+        c, R = scene.object_pose(o)
+        _, trunc = projected_box2d(corners_from_pose(c, o.shape.dims, R), K, W, H)
+        if trunc[0, 0] < 0:
+            continue
+        x0, y0 = int(np.floor(trunc[0, 0])), int(np.floor(trunc[0, 1]))
+        x1, y1 = int(np.ceil(trunc[0, 2])), int(np.ceil(trunc[0, 3]))
+        stride = max(1, int(np.ceil(np.sqrt((x1 - x0 + 1) * (y1 - y0 + 1) / 1500.0))))
+        ys, xs = np.mgrid[y0:y1 + 1:stride, x0:x1 + 1:stride]
+        p = (ys * W + xs).ravel()
+        slot = len(geoms)
+        off = np.array([SLOT_SPACING * (slot % 8 - 3.5), SLOT_SPACING * (slot // 8 - 3.5), 0.0])
+        v, t = obj_geoms[i]
+        geoms.append((v + off, t))
+        origins.append(np.broadcast_to(off, (len(p), 3)))
+        ray_dirs.append(dirs[p])
+        owner.append(np.full(len(p), slot))
+        pix.append(p)
+        slot_obj.append(i)
+    if not geoms:
+        return alone, vis_s
+    import open3d as o3d
+
+    rs = build_raycasting_scene(geoms)
+    rays = np.concatenate([np.concatenate(origins), np.concatenate(ray_dirs)], 1).astype(np.float32)
+    res = rs.cast_rays(o3d.core.Tensor(rays))
+    t_hit = res["t_hit"].numpy()
+    gid = res["geometry_ids"].numpy().astype(np.int64)
+    owner = np.concatenate(owner)
+    pix = np.concatenate(pix)
+    hit = np.isfinite(t_hit) & (t_hit < 1000.0) & (gid == owner)
+    obj_of_ray = np.asarray(slot_obj, np.int64)[owner]
+    alone += np.bincount(obj_of_ray[hit], minlength=n_obj)
+    shown = hit & (inst2.ravel()[pix] == obj_of_ray)
+    vis_s += np.bincount(obj_of_ray[shown], minlength=n_obj)
+    return alone, vis_s
+
+
 def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
     spec = scene.spec
     W, H = spec.width, spec.height
@@ -290,11 +317,14 @@ def _shade(scene, dirs, t_hit, hit, inst, bgi, prim, normals) -> np.ndarray:
     bgm = np.flatnonzero(bgi >= 0)
     if len(bgm):
         P = scene.camera_to_layout(dirs[bgm] * t_hit[bgm, None])
-        nb = n[bgm] * facing[bgm, None]
-        nw = rotate(nb, scene.R_cw.T)
         r, f = scene._axes()
-        n_lay = np.stack([r[0] * nw[:, 0] + f[0] * nw[:, 2], -nw[:, 1], r[1] * nw[:, 0] + f[1] * nw[:, 2]], -1)
-        col[bgm] = _background_colour(scene, bgi[bgm].astype(np.int64), P, n_lay)
+
+        def normal_of(sub):  # layout-frame normals of some background pixels
+            k = bgm[sub]
+            nw = rotate(n[k] * facing[k, None], scene.R_cw.T)
+            return np.stack([r[0] * nw[:, 0] + f[0] * nw[:, 2], -nw[:, 1], r[1] * nw[:, 0] + f[1] * nw[:, 2]], -1)
+
+        col[bgm] = _background_colour(scene, bgi[bgm].astype(np.int64), P, normal_of)
     indoor = spec.environment == "indoor"
     amb, kd = (0.5, 0.6) if indoor else (0.45, 0.75)
     shade = amb + kd * diffuse

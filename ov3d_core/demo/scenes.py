@@ -726,14 +726,14 @@ def _street(rng, spec: DatasetSpec) -> Scene:
         parked_tab = (("sedan", 35), ("hatchback", 15), ("suv", 25), ("pickup", 10), ("minivan", 8),
                       ("delivery_van", 4), ("step_van", 3), ("box_truck", 2), ("motorhome", 1))
     else:
-        veh = (("sedan", 40), ("hatchback", 15), ("suv", 10), ("pickup", 3), ("minivan", 8), ("delivery_van", 7),
-               ("box_truck", 5), ("flatbed_truck", 3), ("truck_cab", 1), ("bus", 4), ("articulated_bus", 1))
-        parked_tab = (("sedan", 40), ("hatchback", 20), ("suv", 12), ("minivan", 10), ("delivery_van", 8),
-                      ("box_truck", 3), ("pickup", 3))
+        veh = (("sedan", 45), ("hatchback", 18), ("suv", 12), ("pickup", 3), ("minivan", 5), ("delivery_van", 4),
+               ("box_truck", 3), ("flatbed_truck", 2), ("truck_cab", 1), ("bus", 3), ("articulated_bus", 1))
+        parked_tab = (("sedan", 45), ("hatchback", 22), ("suv", 14), ("minivan", 6), ("delivery_van", 5),
+                      ("box_truck", 2), ("pickup", 3))
 
     def lane_traffic(xc, direction, z0, density):
         z = z0
-        while z < 95:
+        while z < 75:
             kind = kinds(veh)
             shape = lay.shape(kind)
             z += shape.dims[2] / 2
@@ -741,17 +741,17 @@ def _street(rng, spec: DatasetSpec) -> Scene:
             x = xc + rng.normal(0, 0.25)
             if lay.fits(x, z, a, shape.dims[2], shape.dims[0], 0.0, shape.dims[1], margin=0.3):
                 lay.add(kind, shape, x, z, a)
-            z += shape.dims[2] / 2 + rng.exponential(18.0 / density) + 3.0
+            z += shape.dims[2] / 2 + rng.exponential(26.0 / density) + 4.0
 
     for i in range(n_right):
         xc = (i + 0.5) * lane_w
         z0 = rng.uniform(6.0, 15.0) if i == cam_lane else rng.uniform(-6.0, 10.0)
-        lane_traffic(xc, 1, z0, rng.uniform(0.6, 1.6))
+        lane_traffic(xc, 1, z0, rng.uniform(0.5, 1.3))
     for i in range(n_left):
         xc = -(i + 0.5) * lane_w
         if tram and i == n_left - 1 and n_left > 1:
             continue
-        lane_traffic(xc, -1, rng.uniform(-8.0, 12.0), rng.uniform(0.5, 1.5))
+        lane_traffic(xc, -1, rng.uniform(-8.0, 12.0), rng.uniform(0.4, 1.2))
     if tram:
         xt = -(n_left - 0.5) * lane_w if n_left > 1 else -0.5 * lane_w
         shape = lay.shape("tram")
@@ -763,8 +763,8 @@ def _street(rng, spec: DatasetSpec) -> Scene:
 
     def parking(x_edge, side):
         z = rng.uniform(-12.0, 4.0)
-        while z < 70:
-            if rng.random() < 0.25:
+        while z < 55:
+            if rng.random() < 0.4:
                 z += rng.uniform(4.0, 12.0)
                 continue
             kind = kinds(parked_tab)
@@ -794,7 +794,7 @@ def _street(rng, spec: DatasetSpec) -> Scene:
                 lay.add(kind, shape, x, z, (0.0 if side < 0 else np.pi) if kind == "streetlight" else 0.0, curb,
                         footprint=(trunk_l, trunk_w))
             z += rng.uniform(9.0, 20.0)
-    ped_n = int(rng.poisson(5.0))
+    ped_n = int(rng.poisson(3.5))
     for _ in range(ped_n):
         side = 1 if rng.random() < 0.5 else -1
         x_edge, sw = (x_road_r, sw_r) if side > 0 else (x_road_l, sw_l)

@@ -686,14 +686,14 @@ def _wheels(k: Kit, xs, w, r, width=0.22):
     for x in xs:
         for s in (-1, 1):
             k.cyl((x, r, s * (w / 2 - width / 2)), r, width, TYRE_RGB, axis="z", res=12)
-            k.cyl((x, r, s * (w / 2 - 0.005)), r * 0.55, 0.012, METAL_RGB, axis="z", material=GLOSSY, res=10)
+            k.cyl((x, r, s * (w / 2 - 0.002)), r * 0.55, 0.012, METAL_RGB, axis="z", material=GLOSSY, res=10)
 
 
 def _lights(k: Kit, l, w, y, h=0.1):
     for s in (-1, 1):
         z0 = s * (w / 2 - 0.25)
-        k.box((l / 2 - 0.02, y, z0 - 0.18), (l / 2, y + h, z0 + 0.18), (0.95, 0.95, 0.85), EMISSIVE)
-        k.box((-l / 2, y, z0 - 0.15), (-l / 2 + 0.02, y + h, z0 + 0.15), (0.7, 0.05, 0.05), EMISSIVE)
+        k.box((l / 2, y, z0 - 0.18), (l / 2 + 0.015, y + h, z0 + 0.18), (0.95, 0.95, 0.85), EMISSIVE)
+        k.box((-l / 2 - 0.015, y, z0 - 0.15), (-l / 2, y + h, z0 + 0.15), (0.7, 0.05, 0.05), EMISSIVE)
 
 
 def _car(k: Kit, l, w, h, cabin_frac, cabin_shift, body_top, noun, palette=CAR_COLOURS):
@@ -769,7 +769,7 @@ def box_truck(k: Kit):
     l, w, h = k.u(6.5, 8.5), k.u(2.3, 2.5), k.u(3.0, 3.5)
     cab = 2.0
     k.box((l / 2 - cab, 0.45, -w / 2 + 0.05), (l / 2, 2.6, w / 2 - 0.05), col, GLOSSY)
-    k.box((l / 2 - 0.02, 1.55, -w / 2 + 0.15), (l / 2 + 0.0, 2.4, w / 2 - 0.15), GLASS_RGB, GLASS)
+    k.box((l / 2, 1.55, -w / 2 + 0.15), (l / 2 + 0.012, 2.4, w / 2 - 0.15), GLASS_RGB, GLASS)
     k.box((-l / 2, 0.9, -w / 2), (l / 2 - cab - 0.1, h, w / 2), box_col)
     k.box((-l / 2 + 0.3, 0.5, -w / 2 + 0.3), (l / 2 - 0.3, 0.9, w / 2 - 0.3), (0.15, 0.15, 0.15))
     _wheels(k, (l / 2 - 1.2, -l / 2 + 1.3, -l / 2 + 2.6), w, 0.48, 0.3)
@@ -780,7 +780,7 @@ def flatbed_truck(k: Kit):
     name, col = k.colour(("white", "red", "blue", "green", "orange", "yellow"))
     l, w, h = k.u(7.0, 9.0), k.u(2.3, 2.5), k.u(2.7, 3.1)
     k.box((l / 2 - 2.1, 0.45, -w / 2 + 0.05), (l / 2, h, w / 2 - 0.05), col, GLOSSY)
-    k.box((l / 2 - 0.02, h - 1.0, -w / 2 + 0.15), (l / 2, h - 0.2, w / 2 - 0.15), GLASS_RGB, GLASS)
+    k.box((l / 2, h - 1.0, -w / 2 + 0.15), (l / 2 + 0.012, h - 0.2, w / 2 - 0.15), GLASS_RGB, GLASS)
     k.box((-l / 2, 0.9, -w / 2), (l / 2 - 2.2, 1.2, w / 2), (0.3, 0.3, 0.3))
     for i in range(int(k.rng.integers(1, 4))):
         x0 = -l / 2 + 0.2 + i * 1.6
@@ -796,7 +796,7 @@ def truck_cab(k: Kit):
     cab = 2.4
     k.box((l / 2 - cab, 0.6, -w / 2), (l / 2, h - 0.5, w / 2), col, GLOSSY)
     k.box((l / 2 - cab, h - 0.5, -w / 2 + 0.2), (l / 2 - 0.6, h, w / 2 - 0.2), col, GLOSSY)
-    k.box((l / 2 - 0.02, h - 1.6, -w / 2 + 0.12), (l / 2, h - 0.75, w / 2 - 0.12), GLASS_RGB, GLASS)
+    k.box((l / 2, h - 1.6, -w / 2 + 0.12), (l / 2 + 0.012, h - 0.75, w / 2 - 0.12), GLASS_RGB, GLASS)
     k.box((-l / 2, 0.6, -w / 2 + 0.35), (l / 2 - cab, 1.05, w / 2 - 0.35), (0.15, 0.15, 0.15))
     k.cyl((-l / 2 + 1.0, 1.1, 0), 0.45, 0.12, (0.1, 0.1, 0.1), res=14)
     for s in (-1, 1):
@@ -816,7 +816,7 @@ def bus(k: Kit):
     name, col = k.colour(("white", "yellow", "red", "blue", "green", "orange", "silver"))
     l, w, h = k.u(10.5, 12.5), k.u(2.5, 2.55), k.u(3.0, 3.25)
     _bus_body(k, -l / 2, l / 2, w, h, col, col)
-    k.box((l / 2 - 0.02, 1.0, -w / 2 + 0.1), (l / 2, h - 0.3, w / 2 - 0.1), GLASS_RGB, GLASS)
+    k.box((l / 2, 1.0, -w / 2 + 0.1), (l / 2 + 0.012, h - 0.3, w / 2 - 0.1), GLASS_RGB, GLASS)
     _wheels(k, (l / 2 - 2.5, -l / 2 + 2.8), w, 0.5, 0.3)
     school = name == "yellow"
     return ("school bus" if school else k.pick(("city bus", "bus", "single-decker bus"))), name, ""
@@ -870,7 +870,7 @@ def step_van(k: Kit):
     name, col = k.colour(("white", "brown", "silver", "yellow"))
     l, w, h = k.u(6.0, 7.2), k.u(2.2, 2.4), k.u(2.8, 3.1)
     k.box((-l / 2, 0.45, -w / 2), (l / 2, h, w / 2), col)
-    k.box((l / 2 - 0.02, 1.4, -w / 2 + 0.1), (l / 2, h - 0.3, w / 2 - 0.1), GLASS_RGB, GLASS)
+    k.box((l / 2, 1.4, -w / 2 + 0.1), (l / 2 + 0.012, h - 0.3, w / 2 - 0.1), GLASS_RGB, GLASS)
     _wheels(k, (l / 2 - 1.1, -l / 2 + 1.3), w, 0.45, 0.28)
     _lights(k, l, w, 0.9)
     return k.pick(("step van", "large delivery van", "parcel van")), name, ""

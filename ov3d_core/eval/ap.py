@@ -225,20 +225,22 @@ class APInputs:
 
 # ---------------------------------------------------------------------------------------------------- accumulate
 @njit(cache=True)
-def _accumulate(state, cat_indptr, npig, rec_thrs):
+def _accumulate(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
     """Per (category, range, threshold), over the detections in score order: recall = tp / npig, precision =
     tp / (tp + fp + eps), made non-increasing from the right, sampled at ``searchsorted(recall, r, "left")`` for each
     recall threshold r (0 beyond the last recall); final recall = tp / npig (0 without detections). Categories with
     npig = 0 stay NaN (Omni3D's -1).
 
-    ``state`` is ``(n_acc, A, T)`` in accumulation order (category segments given by ``cat_indptr``). Only the TP
-    events are kept, which gives the same numbers as COCO's full arrays: recall rises only at a TP, so for r > 0 the
-    first index with recall >= r is a TP event, and between TPs precision only falls, so the envelope at a TP event
-    is the maximum precision over the TP events from there on. For r <= 0 the index is 0, whose envelope is the
-    maximum over all events (0 if there is none). Each TP takes a distinct non-ignored GT, so a (category, range)
-    has at most npig events.
+    Detections are positions in accumulation order (category segments ``cat_indptr``); position i has outcomes
+    ``state[row_of[i]]`` ``(A, T)`` when it had candidate pairs, else ``unmatched[i]`` ``(A,)`` at every threshold.
+    Only the TP events are kept, which gives the same numbers as COCO's full arrays: recall rises only at a TP, so
+    for r > 0 the first index with recall >= r is a TP event, and between TPs precision only falls, so the envelope
+    at a TP event is the maximum precision over the TP events from there on. For r <= 0 the index is 0, whose
+    envelope is the maximum over all events (0 if there is none). Each TP takes a distinct non-ignored GT, so a
+    (category, range) has at most npig events.
     """
-    n_acc, n_ranges, n_thr = state.shape
+    n_ranges = unmatched.shape[1]
+    n_thr = state.shape[2]
     n_cat = cat_indptr.shape[0] - 1
     n_rec = rec_thrs.shape[0]
     eps = np.spacing(1.0)
@@ -253,24 +255,32 @@ def _accumulate(state, cat_indptr, npig, rec_thrs):
     ne = np.zeros((n_ranges, n_thr), np.int64)
     tp = np.zeros((n_ranges, n_thr))
     fp = np.zeros((n_ranges, n_thr))
+    fp_all = np.zeros(n_ranges)  # FPs of detections without candidates: the same at every threshold
     for k in range(n_cat):
         s0 = cat_indptr[k]
         nd = cat_indptr[k + 1] - s0
         ne[:] = 0
         tp[:] = 0.0
         fp[:] = 0.0
+        fp_all[:] = 0.0
         for i in range(s0, s0 + nd):
+            r = row_of[i]
+            if r < 0:
+                for a in range(n_ranges):
+                    if unmatched[i, a] == STATE_FP:
+                        fp_all[a] += 1.0
+                continue
             for a in range(n_ranges):
                 n_pos = npig[k, a]
                 if n_pos == 0:
                     continue
                 for t in range(n_thr):
-                    s = state[i, a, t]
+                    s = state[r, a, t]
                     if s == STATE_TP:
                         tp[a, t] += 1.0
                         j = ne[a, t]
                         ev_rc[a, t, j] = tp[a, t] / n_pos
-                        ev_pr[a, t, j] = tp[a, t] / (fp[a, t] + tp[a, t] + eps)
+                        ev_pr[a, t, j] = tp[a, t] / ((fp[a, t] + fp_all[a]) + tp[a, t] + eps)
                         ne[a, t] = j + 1
                     elif s == STATE_FP:
                         fp[a, t] += 1.0
@@ -286,10 +296,10 @@ def _accumulate(state, cat_indptr, npig, rec_thrs):
                 for j in range(n_ev - 2, -1, -1):
                     if pr[j + 1] > pr[j]:
                         pr[j] = pr[j + 1]
-                for r in range(n_rec):
-                    thr = rec_thrs[r]
+                for q in range(n_rec):
+                    thr = rec_thrs[q]
                     if thr <= 0.0:
-                        precision[t, r, k, a] = pr[0] if n_ev > 0 else 0.0
+                        precision[t, q, k, a] = 0.0
                         continue
                     lo = 0
                     hi = n_ev
@@ -299,7 +309,7 @@ def _accumulate(state, cat_indptr, npig, rec_thrs):
                             lo = mid + 1
                         else:
                             hi = mid
-                    precision[t, r, k, a] = pr[lo] if lo < n_ev else 0.0
+                    precision[t, q, k, a] = pr[lo] if lo < n_ev else 0.0
     return precision, recall
 
 
@@ -350,6 +360,109 @@ def _pred_rank(pred_order, n_pred: int) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------------------------------------- evaluate
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    """Validated, contiguous inputs of :func:`evaluate_ap`, with dense image indices."""
+
+    gi: np.ndarray
+    pi: np.ndarray
+    n_img: int
+    gt_label: np.ndarray
+    gt_ignore: np.ndarray
+    gt_value: np.ndarray
+    pred_label: np.ndarray
+    pred_score: np.ndarray
+    pred_value: np.ndarray
+    pair_gt: np.ndarray
+    pair_pred: np.ndarray
+    pair_iou: np.ndarray
+    pair_iou2d: np.ndarray | None
+    det_prox: np.ndarray
+    rank: np.ndarray | None
+
+
+def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value,
+           pair_gt, pair_pred, pair_iou, K, params, pair_iou2d, pred_order, pred_proximity) -> _Checked:
+    gt_image, pred_image = np.asarray(gt_image), np.asarray(pred_image)
+    n_gt, n_pred = len(gt_image), len(pred_image)
+    g_lab = _as("gt_label", gt_label, np.int64, n_gt)
+    p_lab = _as("pred_label", pred_label, np.int64, n_pred)
+    score = _as("pred_score", pred_score, np.float64, n_pred)
+    p_gt = _as("pair_gt", pair_gt, np.int64, None)
+    n_pairs = len(p_gt)
+    p_pred = _as("pair_pred", pair_pred, np.int64, n_pairs)
+    for name, lab in (("gt_label", g_lab), ("pred_label", p_lab)):
+        if len(lab) and (lab.min() < -1 or lab.max() >= K):
+            raise ValueError(f"evaluate_ap: expected `{name}` codes in [-1, {K}), got [{lab.min()}, {lab.max()}]")
+    if n_pred and not np.isfinite(score).all():
+        raise ValueError("evaluate_ap: expected finite `pred_score`, got NaN or inf")
+    if n_pairs and (p_gt.min() < 0 or p_gt.max() >= n_gt or p_pred.min() < 0 or p_pred.max() >= n_pred):
+        raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
+    gi, pi, n_img = _dense_keys(gt_image, pred_image)
+    if n_pairs and np.any(gi[p_gt] != pi[p_pred]):
+        raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
+    det_prox = (np.full(n_pred, params.proximity) if pred_proximity is None
+                else _as("pred_proximity", pred_proximity, bool, n_pred))
+    if det_prox.any():
+        if pair_iou2d is None:
+            raise ValueError("evaluate_ap: proximity evaluation needs `pair_iou2d`")
+        pair_iou2d = _as("pair_iou2d", pair_iou2d, np.float64, n_pairs)
+    return _Checked(gi=gi, pi=pi, n_img=n_img, gt_label=g_lab, gt_ignore=_as("gt_ignore", gt_ignore, bool, n_gt),
+                    gt_value=_as("gt_range_value", gt_range_value, np.float64, n_gt), pred_label=p_lab,
+                    pred_score=score, pred_value=_as("pred_range_value", pred_range_value, np.float64, n_pred),
+                    pair_gt=p_gt, pair_pred=p_pred, pair_iou=_as("pair_iou", pair_iou, np.float64, n_pairs),
+                    pair_iou2d=pair_iou2d if det_prox.any() else None, det_prox=det_prox,
+                    rank=_pred_rank(pred_order, n_pred))
+
+
+def _order(c: _Checked, K: int, max_dets: int):
+    """Evaluated detections sorted by (-score, image, tie-break) (stable), cut to ``max_dets`` per (image, category),
+    then bucketed by category: ``keep (n_pred,)``, ``acc_order`` (category, -score, image, tie-break), ``cat_ptr``."""
+    ev = np.flatnonzero(c.pred_label >= 0)
+    if c.rank is not None:
+        ev = ev[np.argsort(c.rank[ev], kind="stable")]
+    n_img = max(c.n_img, 1)
+    base, _ = stable_bucket(ev, c.pi, n_img)  # (image, tie-break)
+    by_score = argsort_desc_stable(c.pred_score, base)  # (-score, image, tie-break)
+    by_image, img_ptr = stable_bucket(by_score, c.pi, n_img)  # (image, -score, tie-break)
+    keep = truncate_per_group(by_image, img_ptr, c.pred_label, max(K, 1), max_dets)
+    acc_order, cat_ptr = stable_bucket(by_score[keep[by_score]], c.pred_label, max(K, 1))
+    return keep, acc_order, cat_ptr
+
+
+def _candidates(c: _Checked, keep, acc_order, params: APParams):
+    """Pairs that can match: same category, kept detection, IoU >= the lowest threshold (or, under proximity, 2D IoU
+    above the proximity threshold). CSR keyed by accumulation position with GT rows ascending, gathered so that the
+    matching kernel reads memory sequentially. Also returns the per-pair selection and proximity flags."""
+    lab_g = c.gt_label[c.pair_gt]
+    sel = (lab_g >= 0) & (lab_g == c.pred_label[c.pair_pred]) & keep[c.pair_pred]
+    t_min = min(float(params.iou_thresholds.min()), 1.0 - 1e-10)
+    if c.pair_iou2d is not None:
+        in_prox = c.pair_iou2d > params.proximity_thresh
+        sel &= (c.pair_iou >= t_min) | (in_prox & c.det_prox[c.pair_pred])
+    else:
+        in_prox = np.zeros(len(c.pair_gt), bool)
+        sel &= c.pair_iou >= t_min
+    acc_pos = np.full(len(c.pred_label), -1, np.int64)
+    acc_pos[acc_order] = np.arange(len(acc_order))
+    perm, indptr = pairs_by_pred(c.pair_gt, acc_pos[c.pair_pred], sel, max(len(c.gt_label), 1), len(acc_order))
+    return indptr, c.pair_gt[perm], c.pair_iou[perm], in_prox[perm], sel, in_prox
+
+
+def _unmatched_outcome(c: _Checked, acc_order, sel, in_prox, lo, hi, K: int) -> np.ndarray:
+    """``(n_acc, A)`` uint8 outcome of each detection when unmatched in range a: ignored if its range value is out of
+    [lo, hi] or, under proximity, if its (image, category) has GT and none within 2D IoU > thresh; else FP."""
+    v = c.pred_value[acc_order][:, None]
+    ign = (v < lo[None, :]) | (v > hi[None, :])
+    if c.pair_iou2d is not None:
+        gmask = c.gt_label >= 0
+        has_gt = np.isin(c.pi[acc_order] * K + c.pred_label[acc_order], c.gi[gmask] * K + c.gt_label[gmask])
+        near = np.zeros(len(c.pred_label), bool)
+        near[c.pair_pred[sel & in_prox]] = True
+        ign |= (c.det_prox[acc_order] & has_gt & ~near[acc_order])[:, None]
+    return np.where(ign, np.uint8(STATE_IGNORED), np.uint8(STATE_FP))
+
+
 def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score,
                 pred_range_value, pair_gt, pair_pred, pair_iou, *, n_categories: int, params: APParams | None = None,
                 pair_iou2d=None, pred_order=None, return_matches: bool = False, pred_proximity=None,
@@ -379,115 +492,55 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     """
     params = params or APParams()
     K = int(n_categories)
-    gt_image = np.asarray(gt_image)
-    pred_image = np.asarray(pred_image)
-    n_gt, n_pred = len(gt_image), len(pred_image)
-    gt_label = _as("gt_label", gt_label, np.int64, n_gt)
-    gt_ignore = _as("gt_ignore", gt_ignore, bool, n_gt)
-    gt_value = _as("gt_range_value", gt_range_value, np.float64, n_gt)
-    pred_label = _as("pred_label", pred_label, np.int64, n_pred)
-    pred_score = _as("pred_score", pred_score, np.float64, n_pred)
-    pred_value = _as("pred_range_value", pred_range_value, np.float64, n_pred)
-    pair_gt = _as("pair_gt", pair_gt, np.int64, None)
-    n_pairs = len(pair_gt)
-    pair_pred = _as("pair_pred", pair_pred, np.int64, n_pairs)
-    pair_iou = _as("pair_iou", pair_iou, np.float64, n_pairs)
-    for name, lab in (("gt_label", gt_label), ("pred_label", pred_label)):
-        if len(lab) and (lab.min() < -1 or lab.max() >= K):
-            raise ValueError(f"evaluate_ap: expected `{name}` codes in [-1, {K}), got [{lab.min()}, {lab.max()}]")
-    if n_pred and not np.isfinite(pred_score).all():
-        raise ValueError("evaluate_ap: expected finite `pred_score`, got NaN or inf")
-    if n_pairs and (pair_gt.min() < 0 or pair_gt.max() >= n_gt or pair_pred.min() < 0 or pair_pred.max() >= n_pred):
-        raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
-    gi, pi, n_img = _dense_keys(gt_image, pred_image)
-    if n_pairs and np.any(gi[pair_gt] != pi[pair_pred]):
-        raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
-    if pred_proximity is None:
-        det_prox = np.full(n_pred, params.proximity)
-    else:
-        det_prox = _as("pred_proximity", pred_proximity, bool, n_pred)
-    any_prox = bool(det_prox.any())
-    if any_prox:
-        if pair_iou2d is None:
-            raise ValueError("evaluate_ap: proximity evaluation needs `pair_iou2d`")
-        pair_iou2d = _as("pair_iou2d", pair_iou2d, np.float64, n_pairs)
-    rank = _pred_rank(pred_order, n_pred)
-
-    # 1. order: (-score, image, tie-break), max_dets per (image, category), bucket by category
-    ev = np.flatnonzero(pred_label >= 0)
-    if rank is not None:
-        ev = ev[np.argsort(rank[ev], kind="stable")]
-    base, _ = stable_bucket(ev, pi, max(n_img, 1))  # (image, tie-break)
-    by_score = argsort_desc_stable(pred_score, base)  # (-score, image, tie-break)
-    by_image, img_ptr = stable_bucket(by_score, pi, max(n_img, 1))  # (image, -score, tie-break)
-    keep = truncate_per_group(by_image, img_ptr, pred_label, max(K, 1), params.max_dets)
-    det_order = by_score[keep[by_score]]
-    acc_order, cat_ptr = stable_bucket(det_order, pred_label, max(K, 1))  # (category, -score, image, tie-break)
-
-    # 2. pairs of the same category between evaluated GT and kept detections, as CSR per detection
-    lab_g = gt_label[pair_gt]
-    sel = (lab_g >= 0) & (lab_g == pred_label[pair_pred]) & keep[pair_pred]
-    t_min = min(float(params.iou_thresholds.min()), 1.0 - 1e-10)
-    if any_prox:
-        in_prox = pair_iou2d > params.proximity_thresh
-        sel &= (pair_iou >= t_min) | (in_prox & det_prox[pair_pred])
-    else:
-        in_prox = np.zeros(n_pairs, bool)
-        sel &= pair_iou >= t_min
-    n_acc = len(acc_order)
-    acc_pos = np.full(n_pred, -1, np.int64)
-    acc_pos[acc_order] = np.arange(n_acc)
-    # CSR keyed by accumulation position (GT rows ascending within), gathered so the kernel reads sequentially
-    perm, indptr = pairs_by_pred(pair_gt, acc_pos[pair_pred], sel, max(n_gt, 1), n_acc)
-    cand_gt, cand_iou, cand_prox = pair_gt[perm], pair_iou[perm], in_prox[perm]
-
-    # ranges (inclusive): out if value < lo or value > hi
-    lo = np.array([r[0] for r in params.ranges.values()])[:, None]
-    hi = np.array([r[1] for r in params.ranges.values()])[:, None]
-    gt_ign_r = gt_ignore[None, :] | (gt_value[None, :] < lo) | (gt_value[None, :] > hi)
-    acc_value = pred_value[acc_order]
-    unmatched_ign = (acc_value[:, None] < lo.T) | (acc_value[:, None] > hi.T)  # (n_acc, A)
-    if any_prox:
-        # proximity: far = no same-category GT with 2D IoU > thresh, in an (image, category) that has GT
-        gmask = gt_label >= 0
-        gkey = gi[gmask] * K + gt_label[gmask]
-        acc_key = pi[acc_order] * K + pred_label[acc_order]
-        near = np.zeros(n_pred, bool)
-        near[pair_pred[sel & in_prox]] = True
-        far = det_prox[acc_order] & np.isin(acc_key, gkey) & ~near[acc_order]
-        unmatched_ign |= far[:, None]
-    unmatched = np.where(unmatched_ign, np.uint8(STATE_IGNORED), np.uint8(STATE_FP))
+    c = _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value,
+               pair_gt, pair_pred, pair_iou, K, params, pair_iou2d, pred_order, pred_proximity)
+    # 1. order
+    keep, acc_order, cat_ptr = _order(c, K, params.max_dets)
+    # 2. match (ranges inclusive: out if value < lo or value > hi)
+    indptr, cand_gt, cand_iou, cand_prox, sel, in_prox = _candidates(c, keep, acc_order, params)
+    lo = np.array([r[0] for r in params.ranges.values()])
+    hi = np.array([r[1] for r in params.ranges.values()])
+    gt_ign_r = c.gt_ignore[None, :] | (c.gt_value[None, :] < lo[:, None]) | (c.gt_value[None, :] > hi[:, None])
+    unmatched = _unmatched_outcome(c, acc_order, sel, in_prox, lo, hi, K)
     names = params.range_names
     rec_a = names.index("all") if "all" in names else 0
-    T = len(params.iou_thresholds)
-    dt_match = np.full((T, n_pred if return_matches else 0), -1, np.int64)
-    gt_match = np.full((T, n_gt if return_matches else 0), -1, np.int64)
-    state = np.repeat(unmatched[:, :, None], T, axis=2)  # (n_acc, A, T); matched detections are overwritten
     rows = np.flatnonzero(np.diff(indptr) > 0)
-    coco_greedy_match(acc_order, rows, indptr, cand_gt, cand_iou, cand_prox, det_prox[acc_order], gt_ign_r,
-                      params.iou_thresholds, unmatched, state, rec_a if return_matches else -1, dt_match, gt_match)
-
+    state, match = coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_prox, c.det_prox[acc_order], gt_ign_r,
+                                     params.iou_thresholds, unmatched, rec_a if return_matches else -1)
+    row_of = np.full(len(acc_order), -1, np.int64)
+    row_of[rows] = np.arange(len(rows))
     # 3. accumulate
-    gvalid = gt_label >= 0
-    npig = np.stack([np.bincount(gt_label[gvalid & ~gt_ign_r[a]], minlength=K)[:K] for a in range(len(names))],
-                    axis=1).astype(np.int64) if K else np.zeros((0, len(names)), np.int64)
-    precision, recall = _accumulate(state, cat_ptr[:K + 1] if K else np.zeros(1, np.int64), npig,
-                                    params.recall_thresholds)
-    n_pred_k = np.bincount(pred_label[det_order], minlength=K)[:K].astype(np.int64)
-
+    gvalid = c.gt_label >= 0
+    npig = np.zeros((K, len(names)), np.int64)
+    for a in range(len(names)):
+        npig[:, a] = np.bincount(c.gt_label[gvalid & ~gt_ign_r[a]], minlength=K)[:K]
+    precision, recall = _accumulate(state, row_of, unmatched, cat_ptr[:K + 1], npig, params.recall_thresholds)
     matches = None
     if return_matches:
-        st = state[:, rec_a, :].T  # (T, n_acc)
-        dt_ignore = np.zeros((T, n_pred), bool)
-        dt_ignore[:, acc_order] = st == STATE_IGNORED
-        dt_eval = np.zeros(n_pred, bool)
-        dt_eval[det_order] = True
-        for arr in (dt_match, gt_match):
-            arr.flags.writeable = False
-        matches = Matches(params.iou_thresholds, names[rec_a], dt_match, dt_ignore, dt_eval, gt_match,
-                          gt_ign_r[rec_a].copy(), gvalid)
-    return APResult(precision=precision, recall=recall, n_gt=npig, n_pred=n_pred_k, params=params, matches=matches,
-                    vocabulary=None if vocabulary is None else tuple(vocabulary))
+        matches = _matches(params, names[rec_a], rec_a, acc_order, rows, state, match, unmatched,
+                           len(c.pred_label), len(c.gt_label), gt_ign_r[rec_a].copy(), gvalid)
+    return APResult(precision=precision, recall=recall, n_gt=npig,
+                    n_pred=np.bincount(c.pred_label[acc_order], minlength=K)[:K].astype(np.int64), params=params,
+                    matches=matches, vocabulary=None if vocabulary is None else tuple(vocabulary))
+
+
+def _matches(params, name, a, acc_order, rows, state, match, unmatched, n_pred, n_gt, gt_ignore, gt_valid):
+    """Per-detection / per-GT match records of range index ``a`` (rows of the outputs are BoxSet rows)."""
+    T = len(params.iou_thresholds)
+    dt_match = np.full((T, n_pred), -1, np.int64)
+    dt_ignore = np.zeros((T, n_pred), bool)
+    dt_ignore[:, acc_order] = (unmatched[:, a] == STATE_IGNORED)[None, :]
+    det_rows = acc_order[rows]
+    dt_match[:, det_rows] = match.T
+    dt_ignore[:, det_rows] = (state[:, a, :] == STATE_IGNORED).T
+    gt_match = np.full((T, n_gt), -1, np.int64)
+    tt, dd = np.nonzero(dt_match >= 0)
+    gt_match[tt, dt_match[tt, dd]] = dd
+    dt_eval = np.zeros(n_pred, bool)
+    dt_eval[acc_order] = True
+    for arr in (dt_match, dt_ignore, gt_match, dt_eval, gt_ignore, gt_valid):
+        arr.flags.writeable = False
+    return Matches(params.iou_thresholds, name, dt_match, dt_ignore, dt_eval, gt_match, gt_ignore, gt_valid)
 
 
 def evaluate_view(gt, pred, pairs, view, params: APParams | None = None, *, gt_label=None, gt_ignore=None,

@@ -47,7 +47,8 @@ class LabelView:
             raise ValueError(f"LabelView: expected score and keep of shape ({n},), got {score.shape} and {keep.shape}")
         vocab = tuple(str(v) for v in self.vocabulary)
         if n and (label.min() < -1 or label.max() >= len(vocab)):
-            raise ValueError(f"LabelView.label: expected codes in [-1, {len(vocab)}), got [{label.min()}, {label.max()}]")
+            raise ValueError(f"LabelView.label: expected codes in [-1, {len(vocab)}), "
+                             f"got [{label.min()}, {label.max()}]")
         if n and not np.isfinite(score).all():
             raise ValueError("LabelView.score: expected finite scores, got NaN or inf")
         object.__setattr__(self, "label", _readonly(label.astype(np.int64, copy=True)))

@@ -4,6 +4,7 @@ Everything here works on the sparse GT x prediction pairs: a pair not listed has
 image or per pair; the kernels walk flat arrays in a precomputed order.
 
 - :func:`stable_bucket` / :func:`pairs_by_pred`: O(n) stable counting sorts (CSR layouts).
+- :func:`argsort_desc_stable`: O(n) stable descending sort of float scores (LSD radix), Omni3D's mergesort order.
 - :func:`truncate_per_group`: COCO's per-(image, category) ``maxDets`` truncation after the score sort.
 - :func:`coco_greedy_match`: Omni3D / COCO ``evaluateImg`` greedy matching for all IoU thresholds and ranges.
 - :func:`greedy_one_to_one`: confidence-ordered best-IoU one-to-one matching (class-agnostic recall).
@@ -14,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["stable_bucket", "argsort_desc_stable", "pairs_by_pred", "truncate_per_group", "coco_greedy_match", "greedy_one_to_one",
+__all__ = ["stable_bucket", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
+           "truncate_per_group", "coco_greedy_match", "greedy_one_to_one",
            "STATE_FP", "STATE_TP", "STATE_IGNORED"]
 
-#: Per (range, threshold, detection) outcome codes written by :func:`coco_greedy_match`.
+#: Per (detection, range, threshold) outcome codes written by :func:`coco_greedy_match`.
 STATE_FP, STATE_TP, STATE_IGNORED = 0, 1, 2
 
 
@@ -92,9 +94,10 @@ def argsort_desc_stable(values: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def pairs_by_pred(pair_gt, pair_pred, select, n_gt, n_pred):
-    """CSR of the selected pairs grouped by prediction, each group sorted by GT row (ties: input order).
+    """CSR of the selected pairs grouped by ``pair_pred`` (a prediction row, or any key in ``[0, n_pred)`` such as
+    the prediction's accumulation position), each group sorted by GT row (ties: input order).
 
-    Returns ``(perm, indptr)``: the pairs of prediction d are ``perm[indptr[d]:indptr[d+1]]`` (pair indices).
+    Returns ``(perm, indptr)``: the pairs of key d are ``perm[indptr[d]:indptr[d+1]]`` (pair indices).
     """
     idx = np.flatnonzero(select)
     by_gt, _ = stable_bucket(idx, pair_gt, n_gt)
@@ -105,7 +108,8 @@ def pairs_by_pred(pair_gt, pair_pred, select, n_gt, n_pred):
 def truncate_per_group(order_by_image, image_indptr, label, n_categories, max_dets):
     """Keep mask ``(n_pred,)``: the first ``max_dets`` detections of each (image, category) in ``order_by_image``.
 
-    ``order_by_image`` lists evaluated detection rows grouped by image (``image_indptr``), score-sorted within each image.
+    ``order_by_image`` lists evaluated detection rows grouped by image (``image_indptr``), score-sorted within each
+    image.
     """
     n_pred = label.shape[0]
     keep = np.zeros(n_pred, np.bool_)
@@ -123,53 +127,54 @@ def truncate_per_group(order_by_image, image_indptr, label, n_categories, max_de
 
 
 @njit(cache=True)
-def coco_greedy_match(det_order, rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, gt_ignore_r,
-                      thresholds, unmatched, state, record_range, dt_match, gt_match):
+def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, gt_ignore_r, thresholds, unmatched,
+                      record_range):
     """Omni3D / COCO greedy matching of every detection at every IoU threshold and range.
 
-    Per (image, category) group the detections are visited in score order. ``det_order`` is the accumulation order
-    (category, -score, image, tie-break): groups never interact, so any order that keeps each group's score order
-    gives the same matches, and this one lets the outcome be written sequentially. For each range a and threshold t, a
-    detection scans the GTs of its group in the sorted order of ``evaluateImg`` (non-ignored first, then ignored, each
-    by row), skipping GTs already matched at t, with proximity skipping GTs whose 2D IoU is not above the proximity
-    threshold, stopping at the ignored ones once it holds a non-ignored match, and taking any GT whose IoU is >= the
-    best so far (start ``min(t, 1 - 1e-10)``; ties go to the later GT). The detection inherits the GT's ignore flag.
-    An unmatched detection gets ``unmatched[i, a]`` (ignored when its range value is out of range, or far from every
-    GT of its group under proximity; else FP), which the caller has already written to ``state``.
+    Detections are addressed by their position i in the accumulation order (category, -score, image, tie-break):
+    within each (image, category) group that is score order, and groups never interact (a GT belongs to one group),
+    so one walk in this order gives evaluateImg's matches. For each range a and threshold t, a detection scans the GTs
+    of its group in evaluateImg's sorted order (non-ignored first, then ignored, each by row), skipping GTs already
+    matched at t, with proximity skipping GTs whose 2D IoU is not above the proximity threshold, stopping at the
+    ignored ones once it holds a non-ignored match, and taking any GT whose IoU is >= the best so far (start
+    ``min(t, 1 - 1e-10)``; ties go to the later GT). The detection inherits the GT's ignore flag. An unmatched
+    detection gets ``unmatched[i, a]`` (ignored when its range value is out of range, or far from every GT of its
+    group under proximity; else FP). Detections without candidate pairs are never matched, so only ``rows`` (the
+    positions with candidates) are walked and stored.
 
     Args:
-        det_order: ``(n_acc,)`` detection rows in accumulation order.
-        rows: positions i (ascending) of the detections that have candidate pairs; the others keep ``unmatched``.
+        rows: ``(n_rows,)`` positions i (ascending) of the detections that have candidate pairs.
         indptr: ``(n_acc + 1,)`` CSR pointers: the candidates of position i are ``indptr[i]:indptr[i+1]`` in the
-            arrays below, GT rows ascending (``pairs_by_pred`` keyed by position, then gathered: the walk is
-            sequential in memory).
+            arrays below, GT rows ascending (gathered in position order, so the walk reads memory sequentially).
         cand_gt, cand_iou: GT row and IoU of each candidate pair (same category only).
         cand_in_prox: bool, 2D IoU > proximity threshold.
         det_prox: ``(n_acc,)`` bool, proximity evaluation on for this position's dataset.
         gt_ignore_r: ``(A, n_gt)`` bool, GT ignored for range a (flag or out of range).
         thresholds: ``(T,)`` IoU thresholds.
         unmatched: ``(n_acc, A)`` uint8 outcome of an unmatched detection.
-        state: ``(n_acc, A, T)`` uint8 in/out: STATE_FP, STATE_TP or STATE_IGNORED; row i is ``det_order[i]``
-            (one detection's outcomes are contiguous, so this walk and the accumulation stream through memory).
-        record_range: range index whose matches go to ``dt_match`` / ``gt_match`` (-1: none).
-        dt_match: ``(T, n_pred)`` int64 out (GT row or -1), or an empty ``(T, 0)`` array.
-        gt_match: ``(T, n_gt)`` int64 out (detection row or -1), or an empty ``(T, 0)`` array.
+        record_range: range whose matched GT rows are returned (-1: none).
+
+    Returns:
+        ``state (n_rows, A, T)`` uint8 (STATE_FP, STATE_TP or STATE_IGNORED), row ii for position ``rows[ii]``, and
+        ``match (n_rows, T)`` int64 GT row or -1 in ``record_range`` (``(0, T)`` when not recording).
     """
     n_ranges = gt_ignore_r.shape[0]
     n_thr = thresholds.shape[0]
     n_gt = gt_ignore_r.shape[1]
+    n_rows = rows.shape[0]
     ign = gt_ignore_r.T.copy()  # (n_gt, A): a GT's flags in one cache line
     matched = np.zeros((n_gt, n_ranges, n_thr), np.bool_)
+    state = np.empty((n_rows, n_ranges, n_thr), np.uint8)
+    match = np.full((n_rows if record_range >= 0 else 0, n_thr), -1, np.int64)
     start = np.empty(n_thr, np.float64)
     for t in range(n_thr):
         start[t] = min(thresholds[t], 1.0 - 1e-10)
-    record = dt_match.shape[1] > 0
     width = 1
-    for ii in range(rows.shape[0]):
+    for ii in range(n_rows):
         width = max(width, indptr[rows[ii] + 1] - indptr[rows[ii]])
     cand_g = np.empty(width, np.int64)
     cand_v = np.empty(width, np.float64)
-    for ii in range(rows.shape[0]):
+    for ii in range(n_rows):
         i = rows[ii]
         p0 = indptr[i]
         p1 = indptr[i + 1]
@@ -190,8 +195,6 @@ def coco_greedy_match(det_order, rows, indptr, cand_gt, cand_iou, cand_in_prox, 
                     cand_g[nc] = g
                     cand_v[nc] = cand_iou[q]
                     nc += 1
-            if nc == 0:
-                continue
             for t in range(n_thr):
                 best = start[t]
                 m = -1
@@ -207,13 +210,12 @@ def coco_greedy_match(det_order, rows, indptr, cand_gt, cand_iou, cand_in_prox, 
                     m = g
                 if m >= 0:
                     matched[m, a, t] = True
-                    state[i, a, t] = STATE_IGNORED if ign[m, a] else STATE_TP
-                    if record and a == record_range:
-                        d = det_order[i]
-                        dt_match[t, d] = m
-                        gt_match[t, m] = d
+                    state[ii, a, t] = STATE_IGNORED if ign[m, a] else STATE_TP
+                    if a == record_range:
+                        match[ii, t] = m
                 else:
-                    state[i, a, t] = unmatched[i, a]
+                    state[ii, a, t] = unmatched[i, a]
+    return state, match
 
 
 @njit(cache=True)

@@ -78,7 +78,8 @@ class Pairs:
         return self.iou3d if kind == "3d" else self.iou2d
 
     def check(self) -> None:
-        """Raise ValueError unless indices are in range, strictly sorted by (gt, pred), IoUs in [0, 1], dist >= 0."""
+        """Raise ValueError unless indices are in range, strictly sorted by (gt, pred), IoUs in [0, 1] and distances
+        not negative (NaN allowed: a box with non-finite corners)."""
         if len(self):
             if self.gt.min() < 0 or self.gt.max() >= self.n_gt or self.pred.min() < 0 or self.pred.max() >= self.n_pred:
                 raise ValueError("Pairs: indices out of range")
@@ -89,8 +90,8 @@ class Pairs:
                 v = getattr(self, name)
                 if not np.all((v >= 0) & (v <= 1)):
                     raise ValueError(f"Pairs.{name}: expected values in [0, 1]")
-            if not np.all(self.dist >= 0):
-                raise ValueError("Pairs.dist: expected finite non-negative distances")
+            if np.any(self.dist < 0):
+                raise ValueError("Pairs.dist: expected non-negative distances")
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({f: getattr(self, f) for f in _FIELDS})

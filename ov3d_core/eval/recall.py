@@ -42,7 +42,7 @@ def class_agnostic_recall(n_gt: int, gt_ignore, pair_gt, pair_pred, pair_iou, pr
         method: "greedy": predictions by descending score (stable; ties by ``pred_order``, default row order), each
             taking the unmatched non-ignored GT of highest IoU (IoU ties: lowest GT row); "hungarian": a maximum
             total-IoU one-to-one assignment over the pairs >= threshold (``scipy.optimize.linear_sum_assignment`` per
-            connected block of the pair graph, which is finer than per image and gives the same optimum).
+            connected component of the pair graph, which is finer than per image and gives the same optimum).
         pred_order: ``(n_pred,)`` tie-break key for equal scores (greedy only).
 
     Returns:
@@ -89,7 +89,19 @@ def _greedy(n_gt, pair_gt, pair_pred, pair_iou, sel, pred_score, pred_order):
     return greedy_one_to_one(order, indptr, perm, pair_gt, pair_iou, n_gt)
 
 
+def _local_rank(comp_of_node: np.ndarray, n_comp: int) -> np.ndarray:
+    """Index of each node among the nodes of its component (components numbered 0..n_comp-1)."""
+    order = np.argsort(comp_of_node, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(comp_of_node, minlength=n_comp))[:-1]])
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order)) - starts[comp_of_node[order]]
+    return rank
+
+
 def _hungarian(n_gt, n_pred, pair_gt, pair_pred, pair_iou, sel):
+    """Maximum total-IoU one-to-one matching over the selected pairs, solved per connected component of the pair
+    graph (pairs never span images, so this is per image or finer). Stars (one GT or one prediction) take their best
+    edge directly; the rest go to ``scipy.optimize.linear_sum_assignment``."""
     from scipy.optimize import linear_sum_assignment
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -102,29 +114,44 @@ def _hungarian(n_gt, n_pred, pair_gt, pair_pred, pair_iou, sel):
     # bipartite graph on the nodes touched by an edge: GT nodes first, then prediction nodes
     ug, gi = np.unique(g, return_inverse=True)
     ud, di = np.unique(d, return_inverse=True)
-    n_nodes = len(ug) + len(ud)
-    graph = coo_matrix((np.ones(len(g)), (gi, len(ug) + di)), shape=(n_nodes, n_nodes))
-    _, comp = connected_components(graph, directed=False)
-    ecomp = comp[gi]
-    edges_per = np.bincount(ecomp, minlength=comp.max() + 1)
-    single = edges_per[ecomp] == 1  # an isolated edge is its own optimum
-    matched[g[single]] = d[single]
-    miou[g[single]] = w[single]
-    multi = np.flatnonzero(~single)
-    if len(multi):
-        multi = multi[np.argsort(ecomp[multi], kind="stable")]
-        bounds = np.flatnonzero(np.diff(ecomp[multi])) + 1
-        for block in np.split(multi, bounds):
-            bg, rows = np.unique(g[block], return_inverse=True)
-            bd, cols = np.unique(d[block], return_inverse=True)
-            m = np.zeros((len(bg), len(bd)))
-            m[rows, cols] = w[block]
+    n_g = len(ug)
+    graph = coo_matrix((np.ones(len(g)), (gi, n_g + di)), shape=(n_g + len(ud), n_g + len(ud)))
+    n_comp, comp = connected_components(graph, directed=False)
+    comp_g, comp_d = comp[:n_g], comp[n_g:]
+    size_g = np.bincount(comp_g, minlength=n_comp)
+    size_d = np.bincount(comp_d, minlength=n_comp)
+    ecomp = comp_g[gi]
+    star = (size_g == 1) | (size_d == 1)
+    # stars: the best edge of the component (IoU ties: first pair in input order)
+    e_star = np.flatnonzero(star[ecomp])
+    if len(e_star):
+        e_star = e_star[np.lexsort((-w[e_star], ecomp[e_star]))]
+        first = np.r_[True, ecomp[e_star][1:] != ecomp[e_star][:-1]]
+        best = e_star[first]
+        matched[g[best]] = d[best]
+        miou[g[best]] = w[best]
+    # general components: dense local blocks
+    e_gen = np.flatnonzero(~star[ecomp])
+    if len(e_gen):
+        lg = _local_rank(comp_g, n_comp)[gi]
+        ld = _local_rank(comp_d, n_comp)[di]
+        e_gen = e_gen[np.argsort(ecomp[e_gen], kind="stable")]
+        bounds = np.flatnonzero(np.diff(ecomp[e_gen])) + 1
+        for block in np.split(e_gen, bounds):
+            c = ecomp[block[0]]
+            m = np.zeros((size_g[c], size_d[c]))
             real = np.zeros(m.shape, bool)
-            real[rows, cols] = True
-            r, c = linear_sum_assignment(m, maximize=True)
-            ok = real[r, c]  # zero fill = no edge (pair below threshold or absent): not a match
-            matched[bg[r[ok]]] = bd[c[ok]]
-            miou[bg[r[ok]]] = m[r[ok], c[ok]]
+            m[lg[block], ld[block]] = w[block]
+            real[lg[block], ld[block]] = True
+            r, cc = linear_sum_assignment(m, maximize=True)
+            ok = real[r, cc]  # zero fill = no edge (pair below threshold or absent): not a match
+            # map local rows/cols back through the block's edges
+            row_g = np.empty(size_g[c], np.int64)
+            row_g[lg[block]] = g[block]
+            col_d = np.empty(size_d[c], np.int64)
+            col_d[ld[block]] = d[block]
+            matched[row_g[r[ok]]] = col_d[cc[ok]]
+            miou[row_g[r[ok]]] = m[r[ok], cc[ok]]
     return matched, miou
 
 

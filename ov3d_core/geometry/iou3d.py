@@ -1,9 +1,9 @@
 """Exact 3D IoU of arbitrarily rotated cuboids (float64, numba) and the broad phase that picks candidate pairs.
 
-Method (per pair A, B): the intersection A ∩ B is convex; its boundary is made of A's faces clipped by B's six half-spaces
-and B's faces clipped by A's (Sutherland-Hodgman). The volume follows from the divergence theorem, (1/3) * sum over
-pieces of (signed distance of the piece's plane from a reference point) * (piece area). Everything is computed relative
-to A's centre, so boxes 1e4 m from the origin keep full precision.
+Method (per pair A, B): the intersection A ∩ B is convex; its boundary is made of A's faces clipped by B's six
+half-spaces and B's faces clipped by A's (Sutherland-Hodgman). The volume follows from the divergence theorem,
+(1/3) * sum over pieces of (signed distance of the piece's plane from a reference point) * (piece area). Everything is
+computed relative to A's centre, so boxes 1e4 m from the origin keep full precision.
 
 Degenerate configurations are resolved by construction, not by luck of rounding:
 
@@ -450,7 +450,8 @@ def box_iou_3d(corners_a, corners_b, *, check_valid: bool = True) -> np.ndarray:
     (predictions), corners in the Omni3D order (``ov3d_core.geometry.boxes``), any 3D rotation.
 
     With ``check_valid`` the predictions that fail Omni3D's validity rule (``valid_boxes``) get IoU 0 with everything,
-    as Omni3D does; ground truth is never checked. Values are in [0, 1] and never NaN."""
+    as Omni3D does; ground truth is never checked. Values are in [0, 1] and never NaN. For many images use
+    ``candidate_pairs`` + ``paired_iou_3d`` instead of one dense call per image."""
     a = _corners(corners_a, "corners_a")
     b = _corners(corners_b, "corners_b")
     out = np.zeros((len(a), len(b)))
@@ -466,7 +467,8 @@ def paired_iou_3d(corners_a, corners_b, ia, ib, *, check_valid: bool = True) -> 
     """Exact 3D IoU ``(P,)`` of the pairs ``(corners_a[ia[p]], corners_b[ib[p]])``; same rules as ``box_iou_3d``.
 
     One compiled loop over the pairs (no Python per pair); this is what the geometry cache runs on the candidate pairs
-    of ``candidate_pairs``."""
+    of ``candidate_pairs``. Each call prepares all boxes of both sets (about 0.5 us per box, plus ~0.5 ms fixed), so
+    call it once for a whole dataset rather than once per image."""
     a = _corners(corners_a, "corners_a")
     b = _corners(corners_b, "corners_b")
     ia = np.ascontiguousarray(ia, dtype=np.int64).reshape(-1)
@@ -539,7 +541,9 @@ def candidate_pairs(image_a, image_b, corners_a, corners_b, box2d_a=None, box2d_
     b = _corners(corners_b, "corners_b")
     if len(a) != len(image_a) or len(b) != len(image_b):
         raise ValueError("image ids and corners must have the same length")
-    use2d = box2d_a is not None and box2d_b is not None
+    if (box2d_a is None) != (box2d_b is None):
+        raise ValueError("give both box2d_a and box2d_b, or neither")
+    use2d = box2d_a is not None
     if use2d:
         ba = np.ascontiguousarray(box2d_a, dtype=np.float64).reshape(-1, 4)
         bb = np.ascontiguousarray(box2d_b, dtype=np.float64).reshape(-1, 4)

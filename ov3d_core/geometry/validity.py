@@ -29,48 +29,47 @@ def _as_corners(corners) -> np.ndarray:
     return c.reshape(-1, 8, 3)
 
 
-def _components(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """x, y, z coordinates ``(8, N)`` each (row k = corner k), contiguous for fast per-corner arithmetic."""
-    t = np.ascontiguousarray(corners.transpose(2, 1, 0))
-    return t[0], t[1], t[2]
+def _gather(corners: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x, y, z components ``(N, K)`` of the corners ``corners[:, idx]``."""
+    g = corners[:, idx]  # (N, K, 3)
+    return g[..., 0], g[..., 1], g[..., 2]
 
 
-def _sub(P, i, j):
-    return P[0][i] - P[0][j], P[1][i] - P[1][j], P[2][i] - P[2][j]
+def _sub(u, v):
+    return u[0] - v[0], u[1] - v[1], u[2] - v[2]
 
 
 def _cross(u, v):
     return u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]
 
 
+def _dot(u, v):
+    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+
+
 def _normalize(v):
     """torch.nn.functional.normalize: v / max(|v|, 1e-12), so a zero vector stays zero (never NaN)."""
-    s = np.maximum(np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]), 1e-12)
+    s = np.maximum(np.sqrt(_dot(v, v)), 1e-12)
     return v[0] / s, v[1] / s, v[2] / s
 
 
 def coplanar_residuals(corners) -> np.ndarray:
-    """``(N, 6)`` signed distances (v3 - v0) . n of each quad's 4th corner from the plane through its first three, with n
-    the normalised cross product of the normalised edges v1 - v0 and v2 - v0 (Omni3D's ``_check_coplanar``)."""
-    P = _components(_as_corners(corners))
-    out = np.empty((P[0].shape[1], 6))
+    """``(N, 6)`` signed distances (v3 - v0) . n of each quad's 4th corner from the plane through its first three,
+    with n the normalised cross product of the normalised edges v1 - v0 and v2 - v0 (Omni3D's ``_check_coplanar``)."""
+    c = _as_corners(corners)
+    v0, v1, v2, v3 = (_gather(c, BOX_FACES[:, q]) for q in range(4))
     with np.errstate(invalid="ignore", over="ignore"):
-        for f, (i0, i1, i2, i3) in enumerate(BOX_FACES):
-            n = _normalize(_cross(_normalize(_sub(P, i1, i0)), _normalize(_sub(P, i2, i0))))
-            e = _sub(P, i3, i0)
-            out[:, f] = e[0] * n[0] + e[1] * n[1] + e[2] * n[2]
-    return out
+        n = _normalize(_cross(_normalize(_sub(v1, v0)), _normalize(_sub(v2, v0))))
+        return _dot(_sub(v3, v0), n)
 
 
 def triangle_areas(corners) -> np.ndarray:
     """``(N, 12)`` areas of the 12 face triangles (``BOX_TRIANGLES``)."""
-    P = _components(_as_corners(corners))
-    out = np.empty((P[0].shape[1], len(BOX_TRIANGLES)))
+    c = _as_corners(corners)
+    t0, t1, t2 = (_gather(c, BOX_TRIANGLES[:, q]) for q in range(3))
     with np.errstate(invalid="ignore", over="ignore"):
-        for t, (i0, i1, i2) in enumerate(BOX_TRIANGLES):
-            c = _cross(_sub(P, i1, i0), _sub(P, i2, i0))
-            out[:, t] = 0.5 * np.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2])
-    return out
+        x = _cross(_sub(t1, t0), _sub(t2, t0))
+        return 0.5 * np.sqrt(_dot(x, x))
 
 
 def valid_boxes(corners, *, rule: str = "per_face") -> np.ndarray:
@@ -105,9 +104,9 @@ def box_volume(corners) -> np.ndarray:
         return np.zeros(0)
     vol = np.zeros(len(c))
     with np.errstate(invalid="ignore", over="ignore"):
-        P = _components(c - c.mean(axis=1, keepdims=True))  # about the centre: precise far from the origin
-        for i0, i1, i2 in BOX_TRIANGLES:
-            x = _cross((P[0][i1], P[1][i1], P[2][i1]), (P[0][i2], P[1][i2], P[2][i2]))
-            vol += np.abs(P[0][i0] * x[0] + P[1][i0] * x[1] + P[2][i0] * x[2])
-    vol /= 6.0
+        for s in range(0, len(c), _CHUNK):
+            part = c[s:s + _CHUNK]
+            local = part - part.mean(axis=1, keepdims=True)  # about the centre: precise far from the origin
+            t0, t1, t2 = (_gather(local, BOX_TRIANGLES[:, q]) for q in range(3))
+            vol[s:s + _CHUNK] = np.abs(_dot(t0, _cross(t1, t2))).sum(axis=1) / 6.0
     return np.where(np.isfinite(vol), vol, 0.0)

@@ -17,7 +17,17 @@ from ov3d_core.remap.cache import (  # noqa: F401
 from ov3d_core.remap.crops import FLAG_BEHIND, FLAG_INVALID, FLAG_OUTSIDE, crop_boxes, load_crops  # noqa: F401
 from ov3d_core.remap.encoders import Encoder, HFEncoder, ProxyEncoder, make_encoder  # noqa: F401
 from ov3d_core.remap.pipeline import LiveRemapper, crop_source, embed_run, remapped_run  # noqa: F401
-from ov3d_core.remap.remap import SCORE_MODES, RemapResult, remap, remap_embeddings, similarities, to_label_view  # noqa: F401
+from ov3d_core.remap.remap import (  # noqa: F401
+    SCORE_MODES,
+    Ranking,
+    RemapResult,
+    decide,
+    rank,
+    remap,
+    remap_embeddings,
+    similarities,
+    to_label_view,
+)
 from ov3d_core.remap.templates import (  # noqa: F401
     BUILTIN_TEMPLATES,
     GROUPS,

@@ -128,3 +128,15 @@ def test_remapped_run_round_trips_through_the_cubercnn_writer(data):
     full = remapped_run(run, res, VOCAB, keep_discarded=True)
     assert len(full.pred) == 4 and full.pred.data["remap_keep"].tolist() == [True, True, False, False]
     assert to_label_view(res, VOCAB).keep.tolist() == [True, True, False, False]
+
+
+def test_warm_precomputes_rankings(data):
+    ds, run, tmp = data
+    enc = FakeEncoder()
+    ce = embed_run(EmbeddingStore(tmp / "cache"), ds, run, enc, progress=False)
+    live = LiveRemapper(ce, run.pred.record, run.pred.score, enc, VOCAB, text_cache=TextEmbeddingCache())
+    live.warm(["S1", "O4", "standard"])
+    n = enc.n_texts
+    for spec in ("S1", "O4", "standard"):
+        live.result(spec, theta=0.2)
+    assert enc.n_texts == n and len(live._rankings) == 3

@@ -1,0 +1,41 @@
+"""Fixtures of the app tests: a tiny demo benchmark (built once per session by ``ov3d_core.demo.ensure_demo``) and
+the hand-written mini benchmark (``minibench``), each in a temporary folder. The app finds the demo through
+``OV3D_DEMO_DIR`` (``ov3d_app.cache.DEMO_ENV``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ov3d_app.cache import DEMO_ENV
+
+TINY_IMAGES = 4
+PAGES = ("app_pages/overview.py", "app_pages/scene.py", "app_pages/confusion.py", "app_pages/prompt_lab.py",
+         "app_pages/oracle.py", "app_pages/errors.py", "app_pages/splits.py")
+
+
+@pytest.fixture(scope="session")
+def tiny_demo(tmp_path_factory):
+    """Folder of a tiny demo (TINY_IMAGES images per dataset); ``OV3D_DEMO_DIR`` points at it for the session.
+
+    ``OV3D_TEST_DEMO`` names a folder to keep the tiny demo in between sessions (rebuilt only when stale)."""
+    from ov3d_core.demo import ensure_demo
+
+    where = os.environ.get("OV3D_TEST_DEMO") or tmp_path_factory.mktemp("tiny_demo")
+    out = ensure_demo(where, images=TINY_IMAGES, seed=0)
+    old = os.environ.get(DEMO_ENV)
+    os.environ[DEMO_ENV] = str(out)
+    yield out
+    if old is None:
+        os.environ.pop(DEMO_ENV, None)
+    else:
+        os.environ[DEMO_ENV] = old
+
+
+@pytest.fixture(scope="session")
+def mini_config(tmp_path_factory):
+    """``benchmark.yaml`` of the hand-written mini benchmark (two datasets, two runs each, known errors)."""
+    from tests.app.minibench import build
+
+    return build(tmp_path_factory.mktemp("minibench"))
