@@ -119,23 +119,23 @@ with ui.guard("The confusion matrix"):
                             hide_diagonal=ui.get("hide_diag"), selected=sel_idx)
     static = confusion_heatmap(values, rows, cols, log_color=ui.get("log_color"), hide_diagonal=ui.get("hide_diag"))
 
+    st.caption(f"{cm.n_matched} matched pairs · label accuracy {cm.accuracy:.1%}. Click a cell to see its examples.")
+    ui.plot(fig, "cm_plot", on_select=lambda: _on_cell(rows, cols), export_name=f"confusion_{run}_{level}",
+            static_fig=static, width="content")
     left, right = st.columns([3, 2])
     with left:
-        st.caption(f"{cm.n_matched} matched pairs · label accuracy {cm.accuracy:.1%}. Click a cell.")
-        ui.plot(fig, "cm_plot", on_select=lambda: _on_cell(rows, cols), export_name=f"confusion_{run}_{level}",
-                static_fig=static, width="content")
-    with right:
-        if level == "super" and extra:
-            a, b_ = st.columns(2)
-            a.metric("Confusions crossing super-categories", f"{extra['cross_super_share_of_confusions']:.0%}",
-                     help="Among matched pairs with different fine labels, the share whose super-categories differ.")
-            b_.metric("Mean off-diagonal", f"{extra['mean_off_diagonal']:.2f}")
         top = cm.top_confusions(15)
         st.markdown("**Largest confusions** (select a row)")
         st.dataframe(top, hide_index=True, on_select=lambda: _on_top(top), selection_mode="single-row",
                      key="cm_top", column_config=ui.fmt_table(top, fraction=("fraction",)))
         table = cm.to_frame(normalize=norm).reset_index()
         ui.export_table(table, f"confusion_{run}_{level}", "cm_table")
+    with right:
+        if level == "super" and extra:
+            st.metric("Confusions crossing super-categories", f"{extra['cross_super_share_of_confusions']:.0%}",
+                      help="Among matched pairs with different fine labels, the share whose super-categories differ.")
+            st.metric("Mean off-diagonal", f"{extra['mean_off_diagonal']:.2f}",
+                      help="1 − mean of the row-normalised diagonal over super-categories.")
 
     cell = ui.get("conf_cell")
     if cell is not None and selection.cell_index(cell, rows, cols) is not None:

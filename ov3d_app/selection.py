@@ -28,11 +28,28 @@ def selection_points(event: Any) -> list[dict]:
     return [p for p in (pts or []) if isinstance(p, Mapping)]
 
 
+def customdata(point: Mapping) -> list | None:
+    """The ``customdata`` of a selected point as a list (the browser may send a typed array as an
+    index-keyed object ``{"0": ..., "1": ...}``); None when absent."""
+    cd = point.get("customdata") if isinstance(point, Mapping) else None
+    if isinstance(cd, Mapping):
+        try:
+            return [cd[k] for k in sorted(cd, key=lambda k: int(k))]
+        except (TypeError, ValueError):
+            return None
+    if cd is None or isinstance(cd, (str, bytes)):
+        return None
+    try:
+        return list(cd)
+    except TypeError:
+        return None
+
+
 def cell_from_point(point: Mapping) -> tuple[int, int] | None:
     """(row, column) of a confusion cell from a selected point of ``viz.heatmap.confusion_scatter``
     (``customdata = [i, j, count]``); None when the point is not a cell."""
-    cd = point.get("customdata") if isinstance(point, Mapping) else None
-    if cd is None or isinstance(cd, (str, bytes)) or len(cd) < 2:
+    cd = customdata(point)
+    if cd is None or len(cd) < 2:
         return None
     try:
         return int(cd[0]), int(cd[1])
@@ -85,7 +102,7 @@ def missed_gt_rows(gt_category: Sequence[str], gt_ignore: Sequence[bool], matche
 
 def bar_point_to_state(point: Mapping) -> dict:
     """State change for a clicked bar of ``viz.bars`` (``customdata = [run or "", category]``)."""
-    cd = point.get("customdata") if isinstance(point, Mapping) else None
+    cd = customdata(point)
     if cd is None or len(cd) < 2:
         return {}
     out: dict = {"category": str(cd[1])}
@@ -97,7 +114,7 @@ def bar_point_to_state(point: Mapping) -> dict:
 def box_from_point(point: Mapping) -> str | None:
     """Highlight key of a clicked box label in the image overlay (customdata ``[kind, run, row, ...]``):
     ``"pred|<run>|<row>"`` or ``"gt||<row>"``."""
-    cd = point.get("customdata") if isinstance(point, Mapping) else None
+    cd = customdata(point)
     if cd is None or len(cd) < 3:
         return None
     kind, run, row = cd[0], cd[1], cd[2]

@@ -25,10 +25,10 @@ from ov3d_core.demo import scenes as S
 from ov3d_core.demo.scenes import rotate
 from ov3d_core.demo.shapes import EMISSIVE, GLASS, GLOSSY
 
-INDOOR_POINT_STRIDE = 10  # depth-map back-projection grid (pixels)
+INDOOR_POINT_STRIDE = 14  # depth-map back-projection grid (pixels)
 LIDAR_BEAMS = 32
 LIDAR_ELEVATION_DEG = (-24.8, 2.0)
-LIDAR_AZIMUTH_STEP_DEG = 0.5
+LIDAR_AZIMUTH_STEP_DEG = 0.8
 LIDAR_RANGE = 90.0
 LIDAR_OFFSET_WORLD = (0.0, -0.08, -0.27)  # sensor position relative to the camera (world axes, y down)
 
@@ -137,7 +137,7 @@ def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, normal_o
             col[h < 0.08] = (0.92, 0.92, 0.9)
         elif code == S.BG_ROAD:
             r = scene.road
-            col *= (0.94 + 0.1 * _hash(np.floor(x / 0.4), np.floor(z / 0.4)))[:, None]
+            col *= (0.96 + 0.06 * _hash(np.floor(x / 0.4), np.floor(z / 0.4)))[:, None]
             lw, white = 0.13, (0.88, 0.88, 0.86)
             dash = np.mod(z, 9.0) < 3.0
             lines = [(k * r["lane_w"], True) for k in list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]]
@@ -229,7 +229,7 @@ def _sensor(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     yy, xx = np.mgrid[0:height, 0:width]
     r2 = ((xx - width / 2) / (width / 2)) ** 2 + ((yy - height / 2) / (height / 2)) ** 2
     vign = (255.0 * (1.0 - 0.12 * r2)).astype(np.float32).ravel()
-    noise = np.random.Generator(np.random.PCG64(12345)).normal(0, 1.6, 2 * width * height).astype(np.float32)
+    noise = np.random.Generator(np.random.PCG64(12345)).normal(0, 0.8, 2 * width * height).astype(np.float32)
     vign.flags.writeable = False
     noise.flags.writeable = False
     return vign, noise
@@ -384,7 +384,7 @@ def save_depth(path, depth: np.ndarray) -> None:
     from PIL import Image
 
     mm = np.clip(np.round(depth * 1000.0), 0, 65535).astype(np.uint16)
-    Image.fromarray(mm).save(path, format="PNG", optimize=False, compress_level=6)
+    Image.fromarray(mm).save(path, format="PNG", compress_level=9)
 
 
 def save_points(path, pts: np.ndarray) -> None:

@@ -5,7 +5,8 @@ Stages (each pure):
 1. order: detections sorted by (-score, image, tie-break) once (stable radix sort), truncated to ``max_dets`` per
    (image, category), and bucketed by category for accumulation;
 2. match: :func:`ov3d_core.eval.matching.coco_greedy_match` (numba) for all thresholds and ranges;
-3. accumulate: :func:`_accumulate` (numba): cumulative TP/FP, precision envelope, 101-point sampling.
+3. accumulate: :func:`ov3d_core.eval.matching.accumulate_precision` (numba): cumulative TP/FP, precision envelope,
+   101-point sampling.
 
 The semantics are those of Omni3D's ``Omni3Deval`` (reference/omni3d_protocol.md §3), with 2D IoU and
 :meth:`APParams.coco_2d` they are pycocotools' ``COCOeval`` for bounding boxes.
@@ -23,12 +24,11 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
 from ov3d_core.eval.matching import (
     STATE_FP,
     STATE_IGNORED,
-    STATE_TP,
+    accumulate_precision,
     argsort_desc_stable,
     coco_greedy_match,
     pairs_by_pred,
@@ -221,96 +221,6 @@ class APInputs:
         return {k: getattr(self, k) for k in ("gt_image", "gt_label", "gt_ignore", "gt_range_value", "pred_image",
                                               "pred_label", "pred_score", "pred_range_value", "pair_gt", "pair_pred",
                                               "pair_iou")}
-
-
-# ---------------------------------------------------------------------------------------------------- accumulate
-@njit(cache=True)
-def _accumulate(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
-    """Per (category, range, threshold), over the detections in score order: recall = tp / npig, precision =
-    tp / (tp + fp + eps), made non-increasing from the right, sampled at ``searchsorted(recall, r, "left")`` for each
-    recall threshold r (0 beyond the last recall); final recall = tp / npig (0 without detections). Categories with
-    npig = 0 stay NaN (Omni3D's -1).
-
-    Detections are positions in accumulation order (category segments ``cat_indptr``); position i has outcomes
-    ``state[row_of[i]]`` ``(A, T)`` when it had candidate pairs, else ``unmatched[i]`` ``(A,)`` at every threshold.
-    Only the TP events are kept, which gives the same numbers as COCO's full arrays: recall rises only at a TP, so
-    for r > 0 the first index with recall >= r is a TP event, and between TPs precision only falls, so the envelope
-    at a TP event is the maximum precision over the TP events from there on. For r <= 0 the index is 0, whose
-    envelope is the maximum over all events (0 if there is none). Each TP takes a distinct non-ignored GT, so a
-    (category, range) has at most npig events.
-    """
-    n_ranges = unmatched.shape[1]
-    n_thr = state.shape[2]
-    n_cat = cat_indptr.shape[0] - 1
-    n_rec = rec_thrs.shape[0]
-    eps = np.spacing(1.0)
-    precision = np.full((n_thr, n_rec, n_cat, n_ranges), np.nan)
-    recall = np.full((n_thr, n_cat, n_ranges), np.nan)
-    cap = 1
-    for k in range(n_cat):
-        for a in range(n_ranges):
-            cap = max(cap, npig[k, a])
-    ev_rc = np.empty((n_ranges, n_thr, cap))
-    ev_pr = np.empty((n_ranges, n_thr, cap))
-    ne = np.zeros((n_ranges, n_thr), np.int64)
-    tp = np.zeros((n_ranges, n_thr))
-    fp = np.zeros((n_ranges, n_thr))
-    fp_all = np.zeros(n_ranges)  # FPs of detections without candidates: the same at every threshold
-    for k in range(n_cat):
-        s0 = cat_indptr[k]
-        nd = cat_indptr[k + 1] - s0
-        ne[:] = 0
-        tp[:] = 0.0
-        fp[:] = 0.0
-        fp_all[:] = 0.0
-        for i in range(s0, s0 + nd):
-            r = row_of[i]
-            if r < 0:
-                for a in range(n_ranges):
-                    if unmatched[i, a] == STATE_FP:
-                        fp_all[a] += 1.0
-                continue
-            for a in range(n_ranges):
-                n_pos = npig[k, a]
-                if n_pos == 0:
-                    continue
-                for t in range(n_thr):
-                    s = state[r, a, t]
-                    if s == STATE_TP:
-                        tp[a, t] += 1.0
-                        j = ne[a, t]
-                        ev_rc[a, t, j] = tp[a, t] / n_pos
-                        ev_pr[a, t, j] = tp[a, t] / ((fp[a, t] + fp_all[a]) + tp[a, t] + eps)
-                        ne[a, t] = j + 1
-                    elif s == STATE_FP:
-                        fp[a, t] += 1.0
-        for a in range(n_ranges):
-            n_pos = npig[k, a]
-            if n_pos == 0:
-                continue
-            for t in range(n_thr):
-                n_ev = ne[a, t]
-                recall[t, k, a] = tp[a, t] / n_pos if nd > 0 else 0.0
-                rc = ev_rc[a, t]
-                pr = ev_pr[a, t]
-                for j in range(n_ev - 2, -1, -1):
-                    if pr[j + 1] > pr[j]:
-                        pr[j] = pr[j + 1]
-                for q in range(n_rec):
-                    thr = rec_thrs[q]
-                    if thr <= 0.0:
-                        precision[t, q, k, a] = 0.0
-                        continue
-                    lo = 0
-                    hi = n_ev
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        if rc[mid] < thr:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    precision[t, q, k, a] = pr[lo] if lo < n_ev else 0.0
-    return precision, recall
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -514,7 +424,8 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     npig = np.zeros((K, len(names)), np.int64)
     for a in range(len(names)):
         npig[:, a] = np.bincount(c.gt_label[gvalid & ~gt_ign_r[a]], minlength=K)[:K]
-    precision, recall = _accumulate(state, row_of, unmatched, cat_ptr[:K + 1], npig, params.recall_thresholds)
+    precision, recall = accumulate_precision(state, row_of, unmatched, cat_ptr[:K + 1], npig,
+                                             params.recall_thresholds)
     matches = None
     if return_matches:
         matches = _matches(params, names[rec_a], rec_a, acc_order, rows, state, match, unmatched,

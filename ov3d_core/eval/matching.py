@@ -7,6 +7,7 @@ image or per pair; the kernels walk flat arrays in a precomputed order.
 - :func:`argsort_desc_stable`: O(n) stable descending sort of float scores (LSD radix), Omni3D's mergesort order.
 - :func:`truncate_per_group`: COCO's per-(image, category) ``maxDets`` truncation after the score sort.
 - :func:`coco_greedy_match`: Omni3D / COCO ``evaluateImg`` greedy matching for all IoU thresholds and ranges.
+- :func:`accumulate_precision`: COCO accumulation (cumulative TP/FP, envelope, recall-threshold sampling).
 - :func:`greedy_one_to_one`: confidence-ordered best-IoU one-to-one matching (class-agnostic recall).
 """
 
@@ -16,7 +17,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["stable_bucket", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
-           "truncate_per_group", "coco_greedy_match", "greedy_one_to_one",
+           "truncate_per_group", "coco_greedy_match", "accumulate_precision", "greedy_one_to_one",
            "STATE_FP", "STATE_TP", "STATE_IGNORED"]
 
 #: Per (detection, range, threshold) outcome codes written by :func:`coco_greedy_match`.
@@ -243,3 +244,92 @@ def greedy_one_to_one(det_order, indptr, perm, pair_gt, pair_iou, n_gt):
             matched_det[bg] = d
             matched_iou[bg] = best
     return matched_det, matched_iou
+
+
+@njit(cache=True)
+def accumulate_precision(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
+    """Per (category, range, threshold), over the detections in score order: recall = tp / npig, precision =
+    tp / (tp + fp + eps), made non-increasing from the right, sampled at ``searchsorted(recall, r, "left")`` for each
+    recall threshold r (0 beyond the last recall); final recall = tp / npig (0 without detections). Categories with
+    npig = 0 stay NaN (Omni3D's -1).
+
+    Detections are positions in accumulation order (category segments ``cat_indptr``); position i has outcomes
+    ``state[row_of[i]]`` ``(A, T)`` when it had candidate pairs, else ``unmatched[i]`` ``(A,)`` at every threshold.
+    Only the TP events are kept, which gives the same numbers as COCO's full arrays: recall rises only at a TP, so
+    for r > 0 the first index with recall >= r is a TP event, and between TPs precision only falls, so the envelope
+    at a TP event is the maximum precision over the TP events from there on. For r <= 0 the index is 0, whose
+    envelope is the maximum over all events (0 if there is none). Each TP takes a distinct non-ignored GT, so a
+    (category, range) has at most npig events.
+    """
+    n_ranges = unmatched.shape[1]
+    n_thr = state.shape[2]
+    n_cat = cat_indptr.shape[0] - 1
+    n_rec = rec_thrs.shape[0]
+    eps = np.spacing(1.0)
+    precision = np.full((n_thr, n_rec, n_cat, n_ranges), np.nan)
+    recall = np.full((n_thr, n_cat, n_ranges), np.nan)
+    cap = 1
+    for k in range(n_cat):
+        for a in range(n_ranges):
+            cap = max(cap, npig[k, a])
+    ev_rc = np.empty((n_ranges, n_thr, cap))
+    ev_pr = np.empty((n_ranges, n_thr, cap))
+    ne = np.zeros((n_ranges, n_thr), np.int64)
+    tp = np.zeros((n_ranges, n_thr))
+    fp = np.zeros((n_ranges, n_thr))
+    fp_all = np.zeros(n_ranges)  # FPs of detections without candidates: the same at every threshold
+    for k in range(n_cat):
+        s0 = cat_indptr[k]
+        nd = cat_indptr[k + 1] - s0
+        ne[:] = 0
+        tp[:] = 0.0
+        fp[:] = 0.0
+        fp_all[:] = 0.0
+        for i in range(s0, s0 + nd):
+            r = row_of[i]
+            if r < 0:
+                for a in range(n_ranges):
+                    if unmatched[i, a] == STATE_FP:
+                        fp_all[a] += 1.0
+                continue
+            for a in range(n_ranges):
+                n_pos = npig[k, a]
+                if n_pos == 0:
+                    continue
+                for t in range(n_thr):
+                    s = state[r, a, t]
+                    if s == STATE_TP:
+                        tp[a, t] += 1.0
+                        j = ne[a, t]
+                        ev_rc[a, t, j] = tp[a, t] / n_pos
+                        ev_pr[a, t, j] = tp[a, t] / ((fp[a, t] + fp_all[a]) + tp[a, t] + eps)
+                        ne[a, t] = j + 1
+                    elif s == STATE_FP:
+                        fp[a, t] += 1.0
+        for a in range(n_ranges):
+            n_pos = npig[k, a]
+            if n_pos == 0:
+                continue
+            for t in range(n_thr):
+                n_ev = ne[a, t]
+                recall[t, k, a] = tp[a, t] / n_pos if nd > 0 else 0.0
+                rc = ev_rc[a, t]
+                pr = ev_pr[a, t]
+                for j in range(n_ev - 2, -1, -1):
+                    if pr[j + 1] > pr[j]:
+                        pr[j] = pr[j + 1]
+                for q in range(n_rec):
+                    thr = rec_thrs[q]
+                    if thr <= 0.0:
+                        precision[t, q, k, a] = pr[0] if n_ev > 0 else 0.0
+                        continue
+                    lo = 0
+                    hi = n_ev
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if rc[mid] < thr:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    precision[t, q, k, a] = pr[lo] if lo < n_ev else 0.0
+    return precision, recall

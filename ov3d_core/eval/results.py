@@ -126,6 +126,10 @@ class APResult:
     vocabulary: tuple[str, ...] | None = None
     part_offsets: tuple = field(default=())
 
+    def __post_init__(self):
+        for name in ("precision", "recall", "n_gt", "n_pred"):
+            getattr(self, name).flags.writeable = False
+
     # ------------------------------------------------------------------ lookups
     @property
     def n_categories(self) -> int:

@@ -124,7 +124,7 @@ def delta_bars(table: pd.DataFrame, before: str, after: str, *, category: str = 
     fig = go.Figure(go.Bar(
         x=df[category].astype(str).tolist(), y=vals,
         marker_color=["#d73027" if v > 0 else "#4575b4" for v in np.nan_to_num(vals)],
-        customdata=np.stack([np.full(len(df), ""), df[category].astype(str), df[before], df[after]], axis=1),
+        customdata=[["", str(c), float(b), float(a)] for c, b, a in zip(df[category], df[before], df[after])],
         text=["" if np.isnan(v) else f"{v:+.1f}" for v in vals], textposition="outside",
         hovertemplate=(f"%{{customdata[1]}}<br>{lb}: %{{customdata[2]:.2f}}<br>{la}: %{{customdata[3]:.2f}}"
                        "<br>change: %{y:+.2f}<extra></extra>")))

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 COLORSCALE = "Blues"
 
 
-def _cell_px(n_rows: int, n_cols: int, target: int = 620, lo: int = 10, hi: int = 60) -> int:
+def _cell_px(n_rows: int, n_cols: int, target: int = 760, lo: int = 8, hi: int = 60) -> int:
     return int(np.clip(target / max(n_rows, n_cols, 1), lo, hi))
 
 
@@ -96,7 +96,7 @@ def confusion_scatter(matrix: np.ndarray, row_labels: Sequence[str], col_labels:
         show_text = max(len(row_labels), len(col_labels)) <= 25
     x = [col_labels[j] for j in jj]
     y = [row_labels[i] for i in ii]
-    custom = np.stack([ii, jj, cnt[ii, jj]], axis=1) if len(ii) else np.zeros((0, 3))
+    custom = [[int(i), int(j), float(c)] for i, j, c in zip(ii, jj, cnt[ii, jj])]
     vmax = float(cvals.max()) if len(cvals) else 1.0
     txt_color = ["white" if v > 0.55 * vmax else "#222222" for v in cvals]
     fig = go.Figure(go.Scatter(

@@ -212,7 +212,7 @@ def box_traces_2d(layer: BoxLayer, K: np.ndarray, width: float | None = None, he
         text = [(f"<s>{t}</s>" if layer.struck else t) for t, keep in zip(names, ok) if keep]
         cdata = None
         if layer.customdata is not None:
-            cdata = np.asarray(layer.customdata, dtype=object).reshape(len(layer), -1)[ok]
+            cdata = np.asarray(layer.customdata, dtype=object).reshape(len(layer), -1)[ok].tolist()
         traces.append(go.Scatter(
             x=anchors[ok, 0], y=anchors[ok, 1], mode="markers+text" if show_labels and layer.labels is not None
             else "markers", name=f"{layer.name} labels", legendgroup=group, showlegend=False, opacity=opacity,
