@@ -41,7 +41,7 @@ from ov3d_core.taxonomy import super_category
 GENERATOR_VERSION = "1.0.0"
 DEFAULT_IMAGES = 150
 MAX_IMAGES = 99_999
-JPEG_QUALITY = 85
+JPEG_QUALITY = 82
 
 Progress = Callable[[float, str], None]
 

@@ -25,10 +25,10 @@ from ov3d_core.demo import scenes as S
 from ov3d_core.demo.scenes import rotate
 from ov3d_core.demo.shapes import EMISSIVE, GLASS, GLOSSY
 
-INDOOR_POINT_STRIDE = 14  # depth-map back-projection grid (pixels)
+INDOOR_POINT_STRIDE = 16  # depth-map back-projection grid (pixels)
 LIDAR_BEAMS = 32
 LIDAR_ELEVATION_DEG = (-24.8, 2.0)
-LIDAR_AZIMUTH_STEP_DEG = 0.8
+LIDAR_AZIMUTH_STEP_DEG = 1.0
 LIDAR_RANGE = 90.0
 LIDAR_OFFSET_WORLD = (0.0, -0.08, -0.27)  # sensor position relative to the camera (world axes, y down)
 
@@ -137,7 +137,7 @@ def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, normal_o
             col[h < 0.08] = (0.92, 0.92, 0.9)
         elif code == S.BG_ROAD:
             r = scene.road
-            col *= (0.96 + 0.06 * _hash(np.floor(x / 0.4), np.floor(z / 0.4)))[:, None]
+            col *= (0.97 + 0.04 * _hash(np.floor(x / 0.4), np.floor(z / 0.4)))[:, None]
             lw, white = 0.13, (0.88, 0.88, 0.86)
             dash = np.mod(z, 9.0) < 3.0
             lines = [(k * r["lane_w"], True) for k in list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]]
@@ -158,7 +158,7 @@ def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, normal_o
         elif code == S.BG_SIDEWALK:
             size = 0.6
             grout = (np.mod(x, size) < 0.015) | (np.mod(z, size) < 0.015)
-            col *= (0.93 + 0.1 * _hash(np.floor(x / size), np.floor(z / size)))[:, None]
+            col *= (0.95 + 0.06 * _hash(np.floor(x / size), np.floor(z / size)))[:, None]
             col[grout] *= 0.75
         elif code == S.BG_FACADE:
             n_lay = normal_of(idx)
