@@ -117,7 +117,7 @@ def _presentation_bar() -> None:
     """Top bar of presentation mode: step through pinned views, leave the mode."""
     views = ui.get("saved_views") or []
     i = int(ui.get("view_idx") or 0)
-    c1, c2, c3, c4 = st.columns([1, 6, 1, 1.4])
+    c1, c2, c3, c4 = st.columns([1.4, 5, 1.2, 2])
     if c1.button("Previous", icon=":material/arrow_back:", disabled=not views, key="pres_prev"):
         _go_to_view(i - 1)
     title = f"{i + 1} / {len(views)} · {views[i % len(views)]['title']}" if views else "No pinned views"
@@ -136,8 +136,8 @@ def main() -> None:
                        initial_sidebar_state="collapsed" if presenting else "auto")
     if presenting and CSS.exists():
         st.markdown(f"<style>{CSS.read_text()}</style>", unsafe_allow_html=True)
-    pages = [st.Page(HERE / f, title=t, icon=i, default=True) if k == 0 else st.Page(HERE / f, title=t, icon=i, url_path=u)
-             for k, (f, t, i, u) in enumerate(ui.PAGES)]
+    pages = [st.Page(HERE / f, title=t, icon=i, default=True) if k == 0  # the default page is served at "/"
+             else st.Page(HERE / f, title=t, icon=i, url_path=u) for k, (f, t, i, u) in enumerate(ui.PAGES)]
     nav = st.navigation(pages, position="hidden" if presenting else "sidebar")
     st.session_state["_page"] = nav.url_path or ui.PAGES[0][3]  # the default page is served at "/"
 
@@ -168,10 +168,12 @@ def main() -> None:
     _sidebar_lab_meeting()
     if presenting:
         _presentation_bar()
-    try:
-        nav.run()
-    finally:
-        ui.sync_query_params()
+    ui.sync_query_params()  # sidebar and callback changes (a page may st.stop() before the end)
+    nav.run()
+    ui.sync_query_params()  # changes the page made
+    ctx = st.session_state.get("_ctx")
+    if ctx is not None:
+        cache.warm_in_background(ctx.cfg_key)  # after the first paint: load the rest of the benchmark
 
 
 main()

@@ -33,7 +33,8 @@ def _on_example(examples: pd.DataFrame, run: str):
     rows = selection.dataframe_rows(st.session_state.get("tide_examples"))
     if rows:
         rec = examples.iloc[rows[0]]
-        hl = f"pred|{run}|{int(rec['pred'])}" if "pred" in rec and pd.notna(rec.get("pred")) else f"gt||{int(rec['gt'])}"
+        is_pred = "pred" in rec and pd.notna(rec.get("pred"))
+        hl = f"pred|{run}|{int(rec['pred'])}" if is_pred else f"gt||{int(rec['gt'])}"
         ui.set_state(image_id=int(rec["image_id"]), highlight=hl, focus_run=run, f_classes=[], f_errors=[])
         st.session_state["_goto_scene"] = True
 

@@ -82,8 +82,9 @@ with ui.guard("The protocol comparison"):
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
     title = (f"image {image_id} · target-aware: {len(gone)} prediction(s) struck out" if oracle_on else
              f"image {image_id} · dataset-level: every prediction scored ({len(gone)} would vanish under the oracle)")
-    fig = image_overlay(meta["path"], meta["K"], layers, width=meta["width"], height=meta["height"], title=title,
-                        fig_height=560)
+    uri, scale = cache.image_uri(meta["path"])[::3] if meta["path"] else (None, 1.0)
+    fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"], title=title,
+                        fig_height=560, image_scale=scale)
     ui.plot(fig, "or_image", export_name=f"oracle_{ctx.dataset}_{image_id}")
     if st.button("Open in the scene inspector", icon=":material/view_in_ar:"):
         ui.set_state(f_classes=[], f_errors=[])

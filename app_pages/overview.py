@@ -7,6 +7,7 @@ lead to the scene inspector filtered to the matching detections.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, selection, ui
@@ -39,29 +40,42 @@ def _open_scene(category: str | None, run: str | None, errors: list[str]):
                  highlight=None)
 
 
-with ui.guard("The leaderboard"):
-    board = cache.leaderboard(ctx.cfg_key, ctx.protocol, ctx.min_score)
-    focus = ui.get("focus_run") if ui.get("focus_run") in ctx.all_runs else (ctx.runs[0] if ctx.runs else None)
-    if focus is not None:
-        s = board[(board["dataset"] == ctx.dataset) & (board["run"] == focus)]
-        if len(s):
-            rec = s.iloc[0]
-            st.subheader(f"{focus} on {ctx.dataset} · {ctx.protocol}")
-            cols = st.columns(5)
-            cols[0].metric("mAP3D", f"{rec['AP3D']:.2f}")
-            cols[1].metric("AP3D@15", f"{rec['AP3D@15']:.2f}")
-            cols[2].metric("AP3D@25", f"{rec['AP3D@25']:.2f}")
-            cols[3].metric("AP3D@50", f"{rec['AP3D@50']:.2f}")
-            cols[4].metric("Class-agnostic recall@15", f"{rec['recall3D@15']:.3f}",
-                           help="Fraction of GT matched by some prediction at 3D IoU ≥ 0.15, whatever its label.")
+def _metrics(rec) -> None:
+    st.markdown(f"**{rec['run']}** on **{rec['dataset']}** · {ctx.protocol} protocol")
+    cols = st.columns(5)
+    cols[0].metric("mAP3D", f"{rec['AP3D']:.2f}")
+    cols[1].metric("AP3D@15", f"{rec['AP3D@15']:.2f}")
+    cols[2].metric("AP3D@25", f"{rec['AP3D@25']:.2f}")
+    cols[3].metric("AP3D@50", f"{rec['AP3D@50']:.2f}")
+    cols[4].metric("Class-agnostic recall@15", f"{rec['recall3D@15']:.3f}",
+                   help="Fraction of GT matched by some prediction at 3D IoU ≥ 0.15, whatever its label.")
 
+
+with ui.guard("The leaderboard"):
     st.subheader("Leaderboard")
+    everywhere = st.toggle("All datasets", key="lb_all", help="Score every run on every dataset of the benchmark "
+                           "(otherwise only the active dataset).")
+    focus = ui.get("focus_run") if ui.get("focus_run") in ctx.all_runs else (ctx.runs[0] if ctx.runs else None)
+    if focus is not None:  # the active run first: it is what the page opens on
+        _metrics(cache.leaderboard_row(ctx.cfg_key, ctx.dataset, focus, ctx.protocol, ctx.min_score))
     st.caption("Select a row to make its dataset and run active. Under the target-aware protocol each image is "
                "prompted only with its GT classes, which hides cross-class false positives (see the Oracle page).")
+    slot = st.empty()
+    rows = []
+    for ds, run in cache.leaderboard_pairs(ctx.cfg_key, None if everywhere else (ctx.dataset,)):
+        rows.append(cache.leaderboard_row(ctx.cfg_key, ds, run, ctx.protocol, ctx.min_score))
+        if len(rows) % 5 == 1:  # rows appear while the others are scored (first start: files are parsed)
+            slot.dataframe(pd.DataFrame(rows, columns=cache.LEADERBOARD_COLUMNS), hide_index=True)
+    board = pd.DataFrame(rows, columns=cache.LEADERBOARD_COLUMNS)
     shown = board.drop(columns=["in_domain"]) if board["in_domain"].isna().all() else board
-    st.dataframe(shown, hide_index=True, on_select=lambda: _on_row(board), selection_mode="single-row",
-                 key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
+    slot.dataframe(shown, hide_index=True, on_select=lambda: _on_row(board), selection_mode="single-row",
+                   key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
     ui.export_table(shown, f"leaderboard_{ctx.protocol}", "lb", caption=f"mAP3D ({ctx.protocol} protocol)")
+    about = cache.catalog(ctx.cfg_key)["descriptions"]
+    notes = [(r, about.get(f"{r}@{ctx.dataset}", "")) for r in ctx.all_runs]
+    if any(d for _, d in notes):
+        with st.expander("About the runs"):
+            st.markdown("\n".join(f"- **{r}**: {d}" for r, d in notes if d))
 
 with ui.guard("Per-category AP"):
     if ctx.runs:

@@ -49,8 +49,8 @@ with ui.guard("The prompt lab"):
     ui.ensure_subset("templates", ids)
     c2.multiselect("Templates", ids, placeholder="all 15 templates",
                    format_func=lambda i: f"{i} · {by_id[i].text}", **ui.bind("templates"))
-    c3.text_input("Your template", placeholder="a photo of a {} on the road.", help="Exactly one {} for the class name.",
-                  **ui.bind("custom_template"))
+    c3.text_input("Your template", placeholder="a photo of a {} on the road.",
+                  help="Exactly one {} for the class name.", **ui.bind("custom_template"))
     run = ui.get("focus_run")
 
     with st.spinner("Embedding the run's crops (first use only; cached on disk)…"):
@@ -90,7 +90,8 @@ with ui.guard("The prompt lab"):
 
     left, right = st.columns([3, 2])
     with left:
-        fig = bars.grouped_bars(table, "template", "AP3D", "group", title=f"mAP3D per template · {run}* · θ={theta:.2f}")
+        fig = bars.grouped_bars(table, "template", "AP3D", "group",
+                                title=f"mAP3D per template · {run}* · θ={theta:.2f}")
         ui.plot(fig, "pl_bars", export_name=f"prompt_templates_{run}")
     with right:
         st.markdown("**Per prompt type**")

@@ -40,7 +40,7 @@ def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary):
     run3d = c1.selectbox("Run shown in 3D", run_opts, key="run3d", format_func=lambda r: r or "GT only")
     camera = c2.radio("Camera", list(CAMERA_PRESETS), horizontal=True, key="cam3d")
     budget = c3.select_slider("Points", [20_000, 60_000, 150_000], value=60_000, key="pts3d")
-    sub = rows[(rows["kind"] == "gt") | (rows["run"] == run3d)]
+    sub = rows[rows["run"] == run3d] if run3d else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
     layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, sub, color_by=ui.get("color_by"), vocabulary=vocabulary,
                                   highlight=ui.get("highlight"))
     with ui.guard("The 3D view"):
@@ -96,24 +96,29 @@ with ui.guard("The scene inspector"):
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
     rows = boxes[boxes["image_id"] == image_id]
     rows = selection.filter_boxes(rows, classes=ui.get("f_classes"), runs=runs, min_score=ui.get("f_min_score"))
-    if meta["path"] is None:
-        st.warning(f"Image file of image {image_id} not found; drawing on a blank canvas.")
-
     shown = runs or [""]
     per_row = 1 if len(shown) == 1 else 2 if len(shown) in (2, 4) else 3
+    col_px = {1: 1150, 2: 560, 3: 370}[per_row]  # about the width of one column in the wide layout
+    fig_h = int(np.clip(col_px * meta["height"] / max(meta["width"], 1) + 70, 260, 720))
+    uri, scale = None, 1.0
+    if meta["path"] is None:
+        st.warning(f"Image file of image {image_id} not found; drawing on a blank canvas.")
+    else:
+        uri, _, _, scale = cache.image_uri(meta["path"], {1: 1600, 2: 1100, 3: 800}[per_row])
+
     for start in range(0, len(shown), per_row):
         cols = st.columns(per_row)
         for col, run in zip(cols, shown[start:start + per_row]):
-            sub = rows[(rows["kind"] == "gt") | (rows["run"] == run)]
+            sub = rows[rows["run"] == run] if run else rows
             layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, sub, color_by=ui.get("color_by"),
                                           vocabulary=vocab, highlight=ui.get("highlight"))
             counts = sub[sub["kind"] == "pred"]["status"].value_counts()
             n_fn = int((sub[sub["kind"] == "gt"]["status"] == "FN").sum())
-            title = (f"{run or 'ground truth'} · TP {counts.get('TP', 0)} · FP {counts.get('FP', 0)} · "
-                     f"mislabelled {counts.get('mislabelled', 0)} · missed {n_fn}")
-            fig = image_overlay(meta["path"], meta["K"], layers, width=meta["width"], height=meta["height"],
-                                title=title, fig_height=560 if per_row == 1 else 420)
+            fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"],
+                                image_scale=scale, fig_height=fig_h)
             with col:
+                st.markdown(f"**{run or 'ground truth'}** · TP {counts.get('TP', 0)} · FP {counts.get('FP', 0)} · "
+                            f"mislabelled {counts.get('mislabelled', 0)} · missed GT {n_fn}")
                 key = f"img_{start}_{run}"
                 ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")
 

@@ -105,6 +105,32 @@ def benchmark(cfg_key: str):
     return Benchmark.from_yaml(_path_of(cfg_key))
 
 
+_warm_lock = threading.Lock()
+_warm_started: set[str] = set()
+
+
+def warm_in_background(cfg_key: str) -> None:
+    """Once per config and process: load every dataset, run and pair cache in a daemon thread, so that switching
+    dataset or page later does not wait for file parsing. Called after the first page has rendered."""
+    with _warm_lock:
+        if cfg_key in _warm_started:
+            return
+        _warm_started.add(cfg_key)
+    b = benchmark(cfg_key)
+
+    def work():
+        import logging
+
+        for ds in b.dataset_names:
+            for run in b.run_names(ds):
+                try:
+                    b.pairs(run, ds)
+                except Exception:  # noqa: BLE001 - a broken file is reported when a page asks for it
+                    logging.getLogger(__name__).debug("warm-up of %s on %s failed", run, ds, exc_info=True)
+
+    threading.Thread(target=work, name="ov3d-warm-up", daemon=True).start()
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def catalog(cfg_key: str) -> dict:
     """Names only (no file is read beyond the config): datasets, runs per dataset, run descriptions."""
@@ -150,20 +176,29 @@ def score(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float,
     return _plain_score(run_score(cfg_key, dataset, run, protocol, float(min_score)), float(iou))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+LEADERBOARD_COLUMNS = ["dataset", "run", *LEADERBOARD_METRICS, "in_domain"]
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def leaderboard_row(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float) -> dict:
+    """One leaderboard row: the summary metrics of a run on a dataset (AP in percent, recall as a fraction)."""
+    s = score(cfg_key, dataset, run, protocol, min_score)["summary"]
+    spec = benchmark(cfg_key).run_spec(run, dataset)
+    return {"dataset": dataset, "run": run, **{m: s.get(m, np.nan) for m in LEADERBOARD_METRICS},
+            "in_domain": spec.in_domain if spec.trained_on else None}
+
+
+def leaderboard_pairs(cfg_key: str, datasets: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+    """The (dataset, run) rows of the leaderboard, in config order."""
+    b = benchmark(cfg_key)
+    return [(ds, run) for ds in (datasets or tuple(b.dataset_names)) for run in b.run_names(ds)]
+
+
 def leaderboard(cfg_key: str, protocol: str, min_score: float, datasets: tuple[str, ...] | None = None
                 ) -> pd.DataFrame:
-    """One row per (dataset, run): the summary metrics (AP in percent, recall as a fraction)."""
-    b = benchmark(cfg_key)
-    rows = []
-    for ds in datasets or tuple(b.dataset_names):
-        for run in b.run_names(ds):
-            s = score(cfg_key, ds, run, protocol, min_score)["summary"]
-            spec = b.run_spec(run, ds)
-            rows.append({"dataset": ds, "run": run, **{m: s.get(m, np.nan) for m in LEADERBOARD_METRICS},
-                         "in_domain": spec.in_domain if spec.trained_on else None})
-    cols = ["dataset", "run", *LEADERBOARD_METRICS, "in_domain"]
-    return pd.DataFrame(rows, columns=cols)
+    """One row per (dataset, run); see :func:`leaderboard_row`."""
+    rows = [leaderboard_row(cfg_key, ds, run, protocol, min_score) for ds, run in leaderboard_pairs(cfg_key, datasets)]
+    return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -205,21 +240,17 @@ def boxes(cfg_key: str, dataset: str, runs: tuple[str, ...], protocol: str, min_
 
     b = benchmark(cfg_key)
     ds = b.dataset(dataset)
-    first = None
-    preds = {}
+    preds, gt_status = {}, {}
     for run in runs:
         sc = score(cfg_key, dataset, run, protocol, min_score, iou)
-        first = first or sc
         pred = b.run(run, dataset).pred
-        st_ = _status_frame(sc["pred_status"], len(pred), "not evaluated")
+        ps = _status_frame(sc["pred_status"], len(pred), "not evaluated")
         preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": pred.category, "score": pred.score,
-                                   "status": st_["status"], "matched": st_["matched"], "iou": st_["iou"]})
-    if first is not None:
-        gst = _status_frame(first["gt_status"], len(ds.gt), "FN")["status"]
-    else:
-        gst = np.where(ds.gt.ignore, "ignored", "GT")
-    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": ds.gt.category, "status": gst})
-    return box_table(gt, preds)
+                                   "status": ps["status"], "matched": ps["matched"], "iou": ps["iou"]})
+        gt_status[run] = _status_frame(sc["gt_status"], len(ds.gt), "FN")["status"].to_numpy()
+    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": ds.gt.category,
+                       "status": np.where(ds.gt.ignore, "ignored", "GT")})
+    return box_table(gt, preds, gt_status)
 
 
 def corners_of(cfg_key: str, dataset: str, kind: str, run: str, rows: np.ndarray) -> np.ndarray:
@@ -292,6 +323,15 @@ def _read_depth(path) -> np.ndarray:
         arr = np.asarray(Image.open(p))
         return arr.astype(np.float64) / (1000.0 if arr.dtype.kind in "ui" else 1.0)  # 16-bit PNG: millimetres
     raise InputError(str(p), None, None, "a depth map (.npz, .npy, or 16-bit .png in millimetres)", suffix)
+
+
+# ================================================================================================ images
+@st.cache_data(show_spinner=False, max_entries=256)
+def image_uri(path: str, max_side: int = 1600) -> tuple[str, int, int, float]:
+    """An image file as a JPEG data URI for the overlay: ``(uri, width, height, scale)`` (``viz.encode_image``)."""
+    from ov3d_core.viz.image_overlay import encode_image
+
+    return encode_image(path, max_side=max_side)
 
 
 # ================================================================================================ thumbnails

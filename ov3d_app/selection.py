@@ -177,25 +177,30 @@ def dataframe_cell(event: Any) -> tuple[int, str] | None:
 
 
 # ------------------------------------------------------------------------------------------------ box table
-def box_table(gt_frame: pd.DataFrame, runs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+def box_table(gt_frame: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
+              gt_status: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """One table of every box to show: GT rows and each run's prediction rows with their statuses.
 
     Args:
-        gt_frame: one row per GT box: ``image_id, category, status`` (and optionally ``row``; default position).
+        gt_frame: one row per GT box: ``image_id, category`` and ``status`` (and optionally ``row``; default:
+            position).
         runs: run name -> one row per prediction: ``image_id, category, score, status`` and optionally
             ``matched`` (GT row or -1), ``iou``, ``row``.
+        gt_status: run name -> the GT statuses under that run (TP / FN depend on the run). When given, the GT rows
+            appear once per run with ``run`` set; otherwise once with ``run = ""`` and ``gt_frame["status"]``.
 
     Returns:
         DataFrame with ``BOX_COLUMNS``; ``gt_category`` is the matched GT's class for predictions (None if none).
     """
     parts = []
     gt = gt_frame.reset_index(drop=True)
-    g = pd.DataFrame({
-        "image_id": gt["image_id"].to_numpy(np.int64), "kind": "gt", "run": "",
-        "row": gt["row"].to_numpy(np.int64) if "row" in gt else np.arange(len(gt)),
-        "category": gt["category"].astype(object).to_numpy(), "score": 1.0,
-        "status": gt["status"].astype(object).to_numpy(), "matched": -1, "iou": np.nan, "gt_category": None})
-    parts.append(g)
+    per_run = dict(gt_status) if gt_status else {"": gt["status"].to_numpy()}
+    for name, status in per_run.items():
+        parts.append(pd.DataFrame({
+            "image_id": gt["image_id"].to_numpy(np.int64), "kind": "gt", "run": name,
+            "row": gt["row"].to_numpy(np.int64) if "row" in gt else np.arange(len(gt)),
+            "category": gt["category"].astype(object).to_numpy(), "score": 1.0,
+            "status": np.asarray(status, dtype=object), "matched": -1, "iou": np.nan, "gt_category": None}))
     gt_cat = gt["category"].astype(object).to_numpy()
     for name, df in runs.items():
         df = df.reset_index(drop=True)
@@ -218,12 +223,12 @@ def box_table(gt_frame: pd.DataFrame, runs: Mapping[str, pd.DataFrame]) -> pd.Da
 def filter_boxes(boxes: pd.DataFrame, *, classes: Iterable[str] = (), runs: Iterable[str] | None = None,
                  min_score: float = 0.0) -> pd.DataFrame:
     """Boxes passing the class filter (GT class or predicted class; a mislabelled prediction also passes on its
-    matched GT's class), restricted to ``runs`` (GT always kept) and to predictions scoring at least
-    ``min_score``."""
+    matched GT's class), restricted to ``runs`` (GT rows of no particular run are always kept) and to predictions
+    scoring at least ``min_score``."""
     keep = np.ones(len(boxes), bool)
     is_pred = (boxes["kind"] == "pred").to_numpy()
     if runs is not None:
-        keep &= ~is_pred | boxes["run"].isin(list(runs)).to_numpy()
+        keep &= (boxes["run"] == "").to_numpy() | boxes["run"].isin(list(runs)).to_numpy()
     if min_score > 0:
         keep &= ~is_pred | (boxes["score"].to_numpy(np.float64) >= min_score)
     classes = list(classes)

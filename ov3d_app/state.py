@@ -223,11 +223,11 @@ def query_to_state(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def view_title(params: Mapping[str, str], page: str | None = None) -> str:
     """A short human title for a pinned view (page, dataset, image, cell, protocol)."""
-    st = query_to_state(params)
+    state = query_to_state(params)
     bits = [page or "view"]
     for name, fmt in (("dataset", "{}"), ("image_id", "image {}"), ("conf_cell", "{0[0]}→{0[1]}"),
                       ("category", "{}"), ("protocol", "{}")):
-        v = st.get(name)
+        v = state.get(name)
         if v is not None and v != BY_NAME[name].default:
             bits.append(fmt.format(v))
     return " · ".join(bits)

@@ -87,12 +87,11 @@ def bind(name: str, suffix: str = "", on_change: Callable | None = None) -> dict
     return {"key": wkey, "on_change": cb}
 
 
-def ensure_valid(name: str, options: list, fallback: Any = "first") -> None:
-    """Make the canonical value of a single-choice key one of ``options`` (before binding a selectbox/radio)."""
-    if not options:
-        return
-    if get(name) not in options:
-        st.session_state[name] = options[0] if fallback == "first" else fallback
+def ensure_valid(name: str, options: list) -> None:
+    """Make the canonical value of a single-choice key one of ``options`` (the first one if it is not), before
+    binding a selectbox or radio to it."""
+    if options and get(name) not in options:
+        st.session_state[name] = options[0]
 
 
 def ensure_subset(name: str, options: list) -> None:
@@ -213,6 +212,8 @@ def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str |
     """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover."""
     kw: dict = {"theme": None, "key": key, "width": width,
                 "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"]}}
+    if get("presentation"):
+        fig.update_layout(font=dict(size=15))
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
     st.plotly_chart(fig, **kw)

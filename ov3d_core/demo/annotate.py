@@ -11,8 +11,8 @@ construction. With a render:
 - ``depth_error`` (indoor): mean |depth map - depth of the GT cuboid| over the visible pixels (the L1 between the
   depth map and the rendered cuboid, as Omni3D describes it); -1 outdoors.
 
-Without a render (``--annotations-only``) visibility is estimated with a coarse z-buffer over the boxes' projected
-silhouettes (convex hulls, nearest centre first), and the mask- and sensor-based fields are -1 (unknown).
+Without a render (``--annotations-only``) visibility is estimated with a coarse z-buffer (4-pixel cells) over the
+objects' projected 2D boxes, nearest centre first, and the mask- and sensor-based fields are -1 (unknown).
 
 ``truncation`` follows Omni3D: 1 - area(projected box inside the image) / area(projected box) (1 when no corner is
 in front of the camera). Objects whose projected box misses the image entirely are not annotated.
@@ -57,64 +57,20 @@ def _r(x, nd=ROUND):
     return np.round(np.asarray(x, np.float64), nd).tolist()
 
 
-def _hull(pts: np.ndarray) -> np.ndarray:
-    """Convex hull (counter-clockwise) of a few 2D points (monotone chain)."""
-    pts = np.unique(np.round(pts, 6), axis=0)
-    if len(pts) < 3:
-        return pts
-    pts = pts[np.lexsort((pts[:, 1], pts[:, 0]))]
-
-    def cross(o, a, b):
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
-    lower, upper = [], []
-    for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
-            lower.pop()
-        lower.append(p)
-    for p in pts[::-1]:
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
-            upper.pop()
-        upper.append(p)
-    return np.array(lower[:-1] + upper[:-1])
-
-
-def _zbuffer_visibility(items, K, width, height, stride=4) -> np.ndarray:
-    """Visibility of boxes from their projected silhouettes: items = [(corners (8, 3), centre depth)]."""
-    gx = np.arange(stride / 2, width, stride)
-    gy = np.arange(stride / 2, height, stride)
-    occupied = np.zeros((len(gy), len(gx)), bool)
-    vis = np.full(len(items), -1.0)
-    order = np.argsort([d for _, d in items], kind="stable")
-    for i in order:
-        corners = items[i][0]
-        front = corners[:, 2] > 0.2
-        if not front.any():
-            vis[i] = 0.0
-            continue
-        uv = corners[front] @ K.T
-        uv = uv[:, :2] / uv[:, 2:3]
-        hull = _hull(uv)
-        if len(hull) < 3:
-            vis[i] = 0.0
-            continue
-        x0, x1 = np.searchsorted(gx, hull[:, 0].min()), np.searchsorted(gx, hull[:, 0].max(), "right")
-        y0, y1 = np.searchsorted(gy, hull[:, 1].min()), np.searchsorted(gy, hull[:, 1].max(), "right")
-        if x1 <= x0 or y1 <= y0:
-            vis[i] = 1.0  # smaller than one grid cell: assume visible
-            continue
-        X, Y = np.meshgrid(gx[x0:x1], gy[y0:y1])
-        inside = np.ones(X.shape, bool)
-        for k in range(len(hull)):
-            a, b = hull[k], hull[(k + 1) % len(hull)]
-            inside &= (b[0] - a[0]) * (Y - a[1]) - (b[1] - a[1]) * (X - a[0]) >= 0
-        n_in = int(inside.sum())
-        if n_in == 0:
-            vis[i] = 1.0
-            continue
-        sub = occupied[y0:y1, x0:x1]
-        vis[i] = float((inside & ~sub).sum()) / n_in
-        sub |= inside
+def _zbuffer_visibility(boxes: np.ndarray, depth: np.ndarray, width: int, height: int, stride: int = 4) -> np.ndarray:
+    """Visibility of objects from a coarse z-buffer over their projected boxes (``boxes`` XYXY clipped to the image,
+    nearest centre first): the fraction of an object's grid cells not covered by a nearer object."""
+    gw, gh = (width + stride - 1) // stride, (height + stride - 1) // stride
+    occupied = np.zeros((gh, gw), bool)
+    vis = np.ones(len(boxes))
+    for i in np.argsort(depth, kind="stable"):
+        x0, y0, x1, y1 = boxes[i]
+        c0, r0 = int(x0 // stride), int(y0 // stride)
+        c1, r1 = int(x1 // stride) + 1, int(y1 // stride) + 1
+        sub = occupied[r0:r1, c0:c1]
+        if sub.size:
+            vis[i] = 1.0 - float(sub.mean())
+            sub[...] = True
     return vis
 
 
@@ -135,79 +91,86 @@ def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
     """Omni3D annotation records (dicts, JSON-ready, in object order) and the matching ``GTObject`` list."""
     spec = scene.spec
     K, W, H = scene.K, spec.width, spec.height
-    cand = []
-    for i in scene.annotated():
-        o = scene.objects[i]
-        c, R = scene.object_pose(o)
-        c, dims, R = np.round(c, ROUND), np.round(o.shape.dims, ROUND), np.round(R, ROUND)
-        corners = corners_from_pose(c, dims, R)[0]
-        proj, trunc = projected_box2d(corners[None], K, W, H)
-        if trunc[0, 0] < 0:
-            continue
-        cand.append((i, o, c, dims, R, corners, proj[0], trunc[0]))
+    idx = scene.annotated()
+    if not idx:
+        return [], []
+    c_all, R_all = scene.poses(idx)
+    C = np.round(c_all, ROUND)
+    D = np.round(np.array([scene.objects[i].shape.dims for i in idx]), ROUND)
+    Rm = np.round(R_all, ROUND)
+    corners = corners_from_pose(C, D, Rm)
+    proj, trunc = projected_box2d(corners, K, W, H)
+    keep = np.flatnonzero(trunc[:, 0] >= 0)  # objects whose projected box misses the image are not annotated
+    idx = [idx[k] for k in keep]
+    C, D, Rm, corners, proj, trunc = C[keep], D[keep], Rm[keep], corners[keep], proj[keep], trunc[keep]
+    n = len(idx)
+    behind = (corners[:, :, 2] <= 0).any(axis=1)
+    area_p = np.clip(proj[:, 2] - proj[:, 0], 0, None) * np.clip(proj[:, 3] - proj[:, 1], 0, None)
+    area_t = np.clip(trunc[:, 2] - trunc[:, 0], 0, None) * np.clip(trunc[:, 3] - trunc[:, 1], 0, None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        truncation = np.where(area_p > 0, np.clip(1.0 - area_t / area_p, 0.0, 1.0), 1.0)
+    tight = np.full((n, 4), -1.0)
+    seg_pts = np.full(n, -1, np.int64)
+    lidar_pts = np.full(n, -1, np.int64)
+    depth_error = np.full(n, -1.0)
+    visible_px = np.full(n, -1, np.int64)
     if render is None:
-        zvis = _zbuffer_visibility([(x[5], x[2][2]) for x in cand], K, W, H)
-    records, objs = [], []
-    if render is not None:  # pixel lists per object, from one sort of the instance map
-        flat = render.instance.ravel()
+        visibility = _zbuffer_visibility(trunc, C[:, 2], W, H)
+    else:
+        visibility = np.array([float(render.visibility[i]) for i in idx])
+        flat = render.instance.ravel()  # pixel lists per object, from one sort of the instance map
         pix = np.flatnonzero(flat >= 0)
         lab = flat[pix]
         order = np.argsort(lab, kind="stable")
         pix, lab = pix[order], lab[order]
-        ids = np.arange(len(scene.objects))
+        ids = np.asarray(idx)
         starts, ends = np.searchsorted(lab, ids, "left"), np.searchsorted(lab, ids, "right")
-    for k, (i, o, c, dims, R, corners, proj, trunc) in enumerate(cand):
-        ann_id = spec.ann_id_base + scene.index * 100 + k + 1
-        behind = bool((corners[:, 2] <= 0).any())
-        area_p = max(proj[2] - proj[0], 0) * max(proj[3] - proj[1], 0)
-        area_t = max(trunc[2] - trunc[0], 0) * max(trunc[3] - trunc[1], 0)
-        truncation = 1.0 - area_t / area_p if area_p > 0 else 1.0
-        truncation = float(np.clip(truncation, 0.0, 1.0))
-        tight = np.full(4, -1.0)
-        seg_pts = lidar_pts = -1
-        depth_error = -1.0
-        visible_px = -1
-        if render is not None:
-            visibility = float(render.visibility[i])
-            p_i = pix[starts[i]:ends[i]]
+        visible_px = (ends - starts).astype(np.int64)
+        pts = render.points
+        for k, i in enumerate(idx):
+            p_i = pix[starts[k]:ends[k]]
             ys, xs = p_i // W, p_i % W
-            visible_px = int(len(xs))
-            if visible_px:
-                tight = np.array([xs.min(), ys.min(), xs.max(), ys.max()], float)
+            if len(xs):
+                tight[k] = (xs.min(), ys.min(), xs.max(), ys.max())
             if spec.environment == "indoor":
-                seg_pts = visible_px
-                if visible_px:
-                    step = max(1, visible_px // 400)
+                seg_pts[k] = len(xs)
+                if len(xs):
+                    step = max(1, len(xs) // 400)
                     yy, xx = ys[::step], xs[::step]
                     dirs = np.stack([(xx - K[0, 2]) / K[0, 0], (yy - K[1, 2]) / K[1, 1], np.ones(len(xx))], -1)
-                    zb = _box_depth(c, dims, R, dirs)
+                    zb = _box_depth(C[k], D[k], Rm[k], dirs)
                     err = np.abs(render.depth[yy, xx] - zb)
-                    depth_error = float(np.nanmean(err)) if np.isfinite(err).any() else -1.0
+                    depth_error[k] = float(np.nanmean(err)) if np.isfinite(err).any() else -1.0
+            elif len(pts):
+                local = rotate(pts.astype(np.float64) - C[k], Rm[k].T)  # R^T (p - c)
+                half = 0.5 * D[k][[2, 1, 0]]
+                inside = (np.abs(local[:, 0]) <= half[0]) & (np.abs(local[:, 2]) <= half[2]) & \
+                    (np.abs(local[:, 1]) <= half[1]) & (local[:, 1] < half[1] - 0.03)  # no ground returns
+                lidar_pts[k] = int(inside.sum())
             else:
-                pts = render.points
-                if len(pts):
-                    local = rotate(pts.astype(np.float64) - c, R.T)  # R^T (p - c)
-                    half = 0.5 * np.array([dims[2], dims[1], dims[0]])
-                    inside = (np.abs(local[:, 0]) <= half[0]) & (np.abs(local[:, 2]) <= half[2]) & \
-                        (np.abs(local[:, 1]) <= half[1]) & (local[:, 1] < half[1] - 0.03)
-                    lidar_pts = int(inside.sum())
-                else:
-                    lidar_pts = 0
-        else:
-            visibility = float(zvis[k])
-        rec = {
-            "id": int(ann_id), "image_id": int(scene.image_id), "dataset_id": int(spec.dataset_id),
-            "category_id": int(spec.category_id(o.category)), "category_name": o.category,
-            "valid3D": True, "behind_camera": behind,
-            "bbox2D_tight": _r(tight, 2), "bbox2D_proj": _r(proj, 4), "bbox2D_trunc": _r(trunc, 4),
-            "bbox3D_cam": _r(corners), "center_cam": _r(c), "dimensions": _r(dims), "R_cam": _r(R),
-            "visibility": round(visibility, 4), "truncation": round(truncation, 4),
-            "segmentation_pts": int(seg_pts), "lidar_pts": int(lidar_pts),
-            "depth_error": round(depth_error, 4) if depth_error >= 0 else -1,
-        }
-        records.append(rec)
-        objs.append(GTObject(ann_id=ann_id, obj_index=i, category=o.category, center=c, dims=dims, R=R,
-                             corners=corners, proj=proj, trunc=trunc, tight=tight, visibility=visibility,
-                             truncation=truncation, behind=behind, visible_px=visible_px,
-                             caption=o.shape.caption, noun=o.shape.noun))
+                lidar_pts[k] = 0
+    ann_ids = [spec.ann_id_base + scene.index * 100 + k + 1 for k in range(n)]
+    cats = [scene.objects[i].category for i in idx]
+    L = {"tight": np.round(tight, 2).tolist(), "proj": np.round(proj, 4).tolist(),
+         "trunc": np.round(trunc, 4).tolist(), "corners": np.round(corners, ROUND).tolist(), "C": C.tolist(),
+         "D": D.tolist(), "R": Rm.tolist(), "vis": np.round(visibility, 4).tolist(),
+         "trn": np.round(truncation, 4).tolist(), "derr": np.round(depth_error, 4).tolist()}
+    records, objs = [], []
+    for k, i in enumerate(idx):
+        o = scene.objects[i]
+        records.append({
+            "id": int(ann_ids[k]), "image_id": int(scene.image_id), "dataset_id": int(spec.dataset_id),
+            "category_id": int(spec.category_id(cats[k])), "category_name": cats[k],
+            "valid3D": True, "behind_camera": bool(behind[k]),
+            "bbox2D_tight": L["tight"][k], "bbox2D_proj": L["proj"][k], "bbox2D_trunc": L["trunc"][k],
+            "bbox3D_cam": L["corners"][k], "center_cam": L["C"][k], "dimensions": L["D"][k], "R_cam": L["R"][k],
+            "visibility": L["vis"][k], "truncation": L["trn"][k],
+            "segmentation_pts": int(seg_pts[k]), "lidar_pts": int(lidar_pts[k]),
+            "depth_error": L["derr"][k] if depth_error[k] >= 0 else -1,
+        })
+        objs.append(GTObject(ann_id=ann_ids[k], obj_index=i, category=cats[k], center=C[k], dims=D[k], R=Rm[k],
+                             corners=corners[k], proj=proj[k], trunc=trunc[k], tight=tight[k],
+                             visibility=float(visibility[k]), truncation=float(truncation[k]),
+                             behind=bool(behind[k]), visible_px=int(visible_px[k]), caption=o.shape.caption,
+                             noun=o.shape.noun))
     return records, objs

@@ -65,7 +65,7 @@ def typical_dims(seed: int = 0) -> dict[str, np.ndarray]:
     for spec in DATASETS:
         for kind, cat in spec.taxonomy.items():
             if cat is not None and cat not in out:
-                out[cat] = build_shape(kind, rng).dims
+                out[cat] = build_shape(kind, rng, mesh=False).dims
     return out
 
 
@@ -76,7 +76,7 @@ def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
 def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
                   dims_table: dict) -> dict:
     """Everything for one image: image record, annotations, and per-run predictions with crop descriptors."""
-    scene = make_scene(spec, index, seed)
+    scene = make_scene(spec, index, seed, mesh=render_images)
     image_id = scene.image_id
     rend = None
     if render_images:
@@ -102,7 +102,7 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
         else:
             ids = [spec.category_id(p.category) for p in preds]
             names = [p.category for p in preds]
-        recs = [D.prediction_record(p, image_id, spec.K, i, n) for p, i, n in zip(preds, ids, names)]
+        recs = D.prediction_records(preds, image_id, spec.K, ids, names)
         runs[run.name] = (recs, describe(scene, preds, gts, rend))
     return {"image": image, "annotations": anns, "runs": runs, "kind": scene.kind}
 
@@ -151,28 +151,126 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
     return head + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True)
 
 
-def _process_index(spec, seed, render_images, stage, dims_table, index):
-    return process_image(spec, index, seed, render_images=render_images, out=stage, dims_table=dims_table)
+def _serialized(spec: DatasetSpec, res: dict) -> dict:
+    """One image's results as JSON fragments (so workers, not the parent, pay for serialisation)."""
+    runs = {}
+    for run in D.RUNS:
+        recs, crops = res["runs"][run.name]
+        if run.format == "cubercnn-pth":
+            body = {"image_id": res["image"]["id"], "K": res["image"]["K"], "width": spec.width,
+                    "height": spec.height, "instances": recs}
+        else:
+            body = ",".join(_dumps(r) for r in recs)
+        # crop records get their running "record" index in the parent; it sorts after every other key
+        runs[run.name] = (body, len(recs), [_dumps(c) for c in crops])
+    return {"image": _dumps(res["image"]), "anns": ",".join(_dumps(a) for a in res["annotations"]),
+            "n_anns": len(res["annotations"]), "runs": runs}
 
 
-def _n_workers(total: int, annotations_only: bool) -> int:
-    """Threads for rendering: ray casting and big numpy operations release the GIL, so two threads overlap one
-    image's shading with the next one's ray casting. Small or annotations-only builds stay single-threaded."""
-    if annotations_only or total < 24:
-        return 1
-    return max(1, min(2, os.cpu_count() or 1))
+def _process_chunk(seed: int, render_images: bool, stage, dims_table, task) -> list[dict]:
+    spec_index, indices = task
+    spec = DATASETS[spec_index]
+    return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
+                                            dims_table=dims_table)) for i in indices]
 
 
-def _map(fn, items, workers: int):
-    """``map`` in input order, on a thread pool when ``workers`` > 1 (results do not depend on scheduling: every
-    image draws from its own random streams)."""
-    if workers <= 1:
-        yield from map(fn, items)
+class _DatasetWriter:
+    """Streams one dataset's GT, prediction and crop files as image results arrive (in image order)."""
+
+    def __init__(self, stage: Path, spec: DatasetSpec):
+        self.spec = spec
+        self.gt_path = stage / spec.folder / "gt.json"
+        self.files = {r.name: stage / "runs" / run_file_name(r, spec) for r in D.RUNS}
+        self.gt = open(self.gt_path, "w", encoding="utf-8")
+        self.writers = {r.name: open(self.files[r.name], "w", encoding="utf-8") for r in D.RUNS
+                        if r.format != "cubercnn-pth"}
+        self.crops = {r.name: open(stage / "runs" / f"{r.name}__{spec.name}.crops.json", "w", encoding="utf-8")
+                      for r in D.RUNS}
+        self.pth: dict[str, list] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
+        self.n_pred = {r.name: 0 for r in D.RUNS}
+        self.images: list[str] = []
+        self.n_anns = 0
+        self.gt.write('{"annotations":[')
+        for w in self._all():
+            w.write("[")
+
+    def _all(self):
+        return list(self.writers.values()) + list(self.crops.values())
+
+    def add(self, res: dict) -> None:
+        self.images.append(res["image"])
+        if res["n_anns"]:
+            self.gt.write(("," if self.n_anns else "") + res["anns"])
+            self.n_anns += res["n_anns"]
+        for name, (body, n, crops) in res["runs"].items():
+            start = self.n_pred[name]
+            if name in self.pth:
+                self.pth[name].append(body)
+            elif n:
+                self.writers[name].write(("," if start else "") + body)
+            cw = self.crops[name]
+            for k, c in enumerate(crops):  # add the running record index (the last key in sorted order)
+                cw.write(("," if start + k else "") + c[:-1] + f',"record":{start + k}}}')
+            self.n_pred[name] = start + n
+
+    def close(self, hashes: dict, counts: dict) -> None:
+        doc = _gt_document(self.spec, [], [])
+        self.gt.write(f'],"categories":{_dumps(doc["categories"])},"images":[' + ",".join(self.images)
+                      + f'],"info":{_dumps(doc["info"])}}}')
+        for w in self._all():
+            w.write("]")
+        self.abort()
+        for name, recs in self.pth.items():
+            import torch
+
+            # canonical objects (one string per key, no shared floats), so the pickle bytes do not depend on
+            # whether the records were built here or came back from a worker process
+            torch.save(json.loads(_dumps(recs)), self.files[name])
+        spec = self.spec
+        hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
+        counts["images"][spec.name] = len(self.images)
+        counts["annotations"][spec.name] = self.n_anns
+        for run in D.RUNS:
+            hashes[f"runs/{run_file_name(run, spec)}"] = _sha256(self.files[run.name])
+            counts["predictions"][f"{run.name}__{spec.name}"] = self.n_pred[run.name]
+
+    def abort(self) -> None:
+        for w in [self.gt] + self._all():
+            w.close()
+
+
+def _plan(total: int, annotations_only: bool, workers: int | None) -> tuple[str, int, int]:
+    """(pool kind, workers, images per task). Rendering uses threads (ray casting and large numpy operations
+    release the GIL); annotations-only builds are pure Python, so big ones use processes."""
+    cpus = os.cpu_count() or 1
+    if annotations_only:
+        n = (2 if total >= 600 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
+        return ("process" if n > 1 else "serial"), n, 100
+    n = (2 if total >= 24 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
+    return ("thread" if n > 1 else "serial"), n, 1
+
+
+def _chunks(images: int, size: int) -> list[range]:
+    return [range(a, min(a + size, images)) for a in range(0, images, size)]
+
+
+def _run_tasks(kind: str, n: int, fn, tasks: list):
+    """Results of ``fn(task)`` in task order (scheduling never changes the output: every image draws from its
+    own random streams)."""
+    if kind == "serial":
+        yield from map(fn, tasks)
         return
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent import futures
 
-    with ThreadPoolExecutor(workers) as ex:
-        yield from ex.map(fn, items)
+    if kind == "thread":
+        ex = futures.ThreadPoolExecutor(n)
+    else:
+        import multiprocessing as mp
+
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        ex = futures.ProcessPoolExecutor(n, mp_context=mp.get_context(method))
+    with ex:
+        yield from ex.map(fn, tasks)
 
 
 def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: int = 0,
@@ -180,7 +278,8 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
                workers: int | None = None) -> dict:
     """Generate the benchmark into ``out`` (replacing a previous demo build there); returns the manifest.
 
-    ``workers``: rendering threads (default: 2 on a multi-core machine for full builds, else 1)."""
+    ``workers``: parallel workers (default: 2 on a multi-core machine for builds big enough to pay off, else 1;
+    threads when rendering, processes for big annotations-only builds). The output does not depend on it."""
     out = Path(out)
     images = int(images)
     if not 1 <= images <= MAX_IMAGES:
@@ -192,62 +291,43 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
     stage.mkdir(parents=True)
     try:
         for spec in DATASETS:
-            sub = ["images", "points"] + (["depth"] if spec.environment == "indoor" else [])
-            for s in ([] if annotations_only else sub):
-                (stage / spec.folder / s).mkdir(parents=True, exist_ok=True)
             (stage / spec.folder).mkdir(parents=True, exist_ok=True)
+            if not annotations_only:
+                for sub in ["images", "points"] + (["depth"] if spec.environment == "indoor" else []):
+                    (stage / spec.folder / sub).mkdir()
         (stage / "runs").mkdir()
         dims_table = typical_dims(seed)
         total = images * len(DATASETS)
-        workers = _n_workers(total, annotations_only) if workers is None else max(1, int(workers))
-        done = 0
+        kind, n_workers, chunk = _plan(total, annotations_only, workers)
         counts: dict = {"images": {}, "annotations": {}, "predictions": {}}
         hashes: dict[str, str] = {}
-        for spec in DATASETS:
-            imgs, anns = [], []
-            run_recs = {r.name: [] for r in D.RUNS}
-            run_crops = {r.name: [] for r in D.RUNS}
-            work = partial(_process_index, spec, seed, not annotations_only, stage, dims_table)
-            for i, res in enumerate(_map(work, range(images), workers)):
-                imgs.append(res["image"])
-                anns.extend(res["annotations"])
-                for name, (recs, crops) in res["runs"].items():
-                    if D.RUNS_BY_NAME[name].format == "cubercnn-pth":
-                        run_recs[name].append({"image_id": res["image"]["id"], "K": res["image"]["K"],
-                                               "width": spec.width, "height": spec.height, "instances": recs})
-                    else:
-                        run_recs[name].extend(recs)
-                    run_crops[name].extend(crops)
-                done += 1
+        tasks = [(si, r) for si in range(len(DATASETS)) for r in _chunks(images, chunk)]
+        fn = partial(_process_chunk, seed, not annotations_only, stage, dims_table)
+        writer: _DatasetWriter | None = None
+        done = 0
+        try:
+            for (si, rng_), results in zip(tasks, _run_tasks(kind, n_workers, fn, tasks)):
+                spec = DATASETS[si]
+                if writer is None or writer.spec is not spec:
+                    if writer is not None:
+                        writer.close(hashes, counts)
+                    writer = _DatasetWriter(stage, spec)
+                for res in results:
+                    writer.add(res)
+                done += len(rng_)
                 if progress is not None:
-                    progress(done / total, f"{spec.name}: image {i + 1}/{images}")
-            gt_path = stage / spec.folder / "gt.json"
-            gt_path.write_text(_dumps(_gt_document(spec, imgs, anns)), encoding="utf-8")
-            hashes[f"{spec.folder}/gt.json"] = _sha256(gt_path)
-            counts["images"][spec.name] = len(imgs)
-            counts["annotations"][spec.name] = len(anns)
-            for run in D.RUNS:
-                fname = run_file_name(run, spec)
-                path = stage / "runs" / fname
-                if run.format == "cubercnn-pth":
-                    import torch
-
-                    torch.save(run_recs[run.name], path)
-                    n = sum(len(r["instances"]) for r in run_recs[run.name])
-                else:
-                    path.write_text(_dumps(run_recs[run.name]), encoding="utf-8")
-                    n = len(run_recs[run.name])
-                crops = [dict(c, record=k) for k, c in enumerate(run_crops[run.name])]
-                assert len(crops) == n
-                (stage / "runs" / f"{run.name}__{spec.name}.crops.json").write_text(_dumps(crops), encoding="utf-8")
-                hashes[f"runs/{fname}"] = _sha256(path)
-                counts["predictions"][f"{run.name}__{spec.name}"] = n
+                    progress(done / total, f"{spec.name}: image {rng_[-1] + 1}/{images}")
+            writer.close(hashes, counts)
+            writer = None
+        finally:
+            if writer is not None:
+                writer.abort()
         (stage / "benchmark.yaml").write_text(_benchmark_yaml(seed, annotations_only), encoding="utf-8")
         manifest = {
             "generator_version": GENERATOR_VERSION, "seed": int(seed), "images_per_dataset": images,
             "annotations_only": bool(annotations_only), "datasets": [d.name for d in DATASETS],
             "runs": [r.name for r in D.RUNS], "counts": counts, "sha256": hashes,
-            "build_seconds": round(time.perf_counter() - t0, 1),
+            "build_seconds": round(time.perf_counter() - t0, 1), "workers": n_workers,
         }
         (stage / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         _replace(stage, out)

@@ -23,11 +23,13 @@ from ov3d_core.geometry.boxes import projected_box2d
 MAX_SAMPLES = 2500  # pixels sampled per crop
 
 
-def crop_box(p: Pred, K, width: int, height: int) -> np.ndarray:
-    _, trunc = projected_box2d(p.corners[None], K, width, height)
-    if trunc[0, 0] >= 0:
-        return trunc[0]
-    return np.asarray(p.box2d, float)
+def crop_boxes(preds: list[Pred], K, width: int, height: int) -> np.ndarray:
+    """(n, 4) XYXY crops: the projected predicted boxes clipped to the image (the 2D box if the projection misses)."""
+    if not preds:
+        return np.zeros((0, 4))
+    _, trunc = projected_box2d(np.array([p.corners for p in preds]), K, width, height)
+    fallback = np.array([p.box2d for p in preds], float)
+    return np.where((trunc[:, 0] >= 0)[:, None], trunc, fallback)
 
 
 def _qualifiers(g: GTObject, env: str) -> list[str]:
@@ -43,35 +45,58 @@ def _qualifiers(g: GTObject, env: str) -> list[str]:
     return q
 
 
+def _caption(overlaps, bg_caption, clutter_caption, env) -> str:
+    if overlaps and overlaps[0][0] >= 0.2:
+        g = overlaps[0][1]
+        caption = g.caption
+        quals = _qualifiers(g, env)
+        if quals:
+            caption += ", " + " and ".join(quals)
+        if len(overlaps) > 1 and overlaps[1][0] >= 0.15:
+            noun = overlaps[1][1].noun
+            caption += f", next to {article(noun)} {noun}"
+        return caption
+    if overlaps and overlaps[0][0] >= 0.08:
+        return f"part of {overlaps[0][1].caption} over {bg_caption}"
+    if clutter_caption is not None:
+        return clutter_caption
+    return bg_caption
+
+
 def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) -> list[dict]:
-    """Crop descriptors aligned with ``preds`` (record index filled in by the caller)."""
+    """Crop descriptors aligned with ``preds`` (the caller adds the record index)."""
     spec = scene.spec
     K, W, H = scene.K, spec.width, spec.height
-    by_obj = {g.obj_index: g for g in gts}
     env = spec.environment
+    boxes = crop_boxes(preds, K, W, H)
+    default_bg = "a patch of floor" if env == "indoor" else "an empty stretch of road"
+    fractions = None
+    if render is None and len(gts) and len(preds):  # box overlaps (no masks): fraction of the crop, x visibility
+        T = np.array([g.trunc for g in gts])
+        vis = np.array([g.visibility if g.visibility >= 0 else 1.0 for g in gts])
+        iw = np.clip(np.minimum(boxes[:, None, 2], T[None, :, 2]) - np.maximum(boxes[:, None, 0], T[None, :, 0]), 0, None)
+        ih = np.clip(np.minimum(boxes[:, None, 3], T[None, :, 3]) - np.maximum(boxes[:, None, 1], T[None, :, 1]), 0, None)
+        area = np.maximum((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]), 1e-6)
+        fractions = np.minimum(1.0, iw * ih / area[:, None]) * vis[None, :]
+    by_obj = {g.obj_index: g for g in gts}
     out = []
-    for p in preds:
-        box = crop_box(p, K, W, H)
-        x0, y0, x1, y1 = box
+    for k, p in enumerate(preds):
+        x0, y0, x1, y1 = boxes[k]
         overlaps: list[tuple[float, GTObject]] = []
-        bg_caption = None
-        clutter_caption = None
+        bg_caption, clutter_caption = default_bg, None
         if render is not None:
             xi0, yi0 = int(np.floor(x0)), int(np.floor(y0))
             xi1, yi1 = int(np.ceil(x1)), int(np.ceil(y1))
-            area = (xi1 - xi0 + 1) * (yi1 - yi0 + 1)
-            st = max(1, int(np.ceil(np.sqrt(area / MAX_SAMPLES))))
+            st = max(1, int(np.ceil(np.sqrt((xi1 - xi0 + 1) * (yi1 - yi0 + 1) / MAX_SAMPLES))))
             inst = render.instance[yi0:yi1 + 1:st, xi0:xi1 + 1:st].ravel()
             n = max(len(inst), 1)
             ids, counts = np.unique(inst, return_counts=True)
-            for i, cnt in zip(ids, counts):
+            for i, cnt in zip(ids.tolist(), counts.tolist()):
                 if i >= 0 and i in by_obj:
-                    overlaps.append((cnt / n, by_obj[int(i)]))
-            clutter = [(cnt / n, int(i)) for i, cnt in zip(ids, counts) if i >= 0 and i not in by_obj]
-            if clutter:
-                frac, ci = max(clutter)
-                if frac > 0.3:
-                    clutter_caption = scene.objects[ci].shape.caption
+                    overlaps.append((cnt / n, by_obj[i]))
+            clutter = [(cnt / n, i) for i, cnt in zip(ids.tolist(), counts.tolist()) if i >= 0 and i not in by_obj]
+            if clutter and max(clutter)[0] > 0.3:
+                clutter_caption = scene.objects[max(clutter)[1]].shape.caption
             bg = render.bg[yi0:yi1 + 1:st, xi0:xi1 + 1:st].ravel()
             bg = bg[bg >= 0]
             if len(bg):
@@ -79,41 +104,18 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) 
                 bg_caption = scene.background[int(vals[np.argmax(cnts)])].description
             elif (inst < 0).any():
                 bg_caption = "a patch of sky"
-        else:
-            area = max(x1 - x0, 1e-6) * max(y1 - y0, 1e-6)
-            for g in gts:
-                t = g.trunc
-                iw = min(x1, t[2]) - max(x0, t[0])
-                ih = min(y1, t[3]) - max(y0, t[1])
-                if iw > 0 and ih > 0:
-                    vis = g.visibility if g.visibility >= 0 else 1.0
-                    overlaps.append((min(1.0, iw * ih / area) * vis, g))
+        elif fractions is not None:
+            nz = np.flatnonzero(fractions[k] > 0)
+            overlaps = [(float(fractions[k, j]), gts[j]) for j in nz]
         overlaps.sort(key=lambda fg: (-fg[0], fg[1].ann_id))
-        if bg_caption is None:
-            bg_caption = "a patch of floor" if env == "indoor" else "an empty stretch of road"
-        if overlaps and overlaps[0][0] >= 0.2:
-            g = overlaps[0][1]
-            caption = g.caption
-            quals = _qualifiers(g, env)
-            if quals:
-                caption += ", " + " and ".join(quals)
-            if len(overlaps) > 1 and overlaps[1][0] >= 0.15:
-                noun = overlaps[1][1].noun
-                caption += f", next to {article(noun)} {noun}"
-        elif overlaps and overlaps[0][0] >= 0.08:
-            caption = f"part of {overlaps[0][1].caption} over {bg_caption}"
-        elif clutter_caption is not None:
-            caption = clutter_caption
-        else:
-            caption = bg_caption
         out.append({
             "image_id": int(scene.image_id),
-            "crop_box": np.round(box, 2).tolist(),
+            "crop_box": [round(float(v), 2) for v in boxes[k]],
             "overlaps": [{"ann_id": int(g.ann_id), "category": g.category, "fraction": round(float(f), 4)}
                          for f, g in overlaps if f >= 0.01][:5],
-            "caption": caption,
+            "caption": _caption(overlaps, bg_caption, clutter_caption, env),
         })
     return out
 
 
-__all__ = ["describe", "crop_box", "BG_DESCRIPTIONS"]
+__all__ = ["describe", "crop_boxes", "BG_DESCRIPTIONS"]

@@ -71,8 +71,8 @@ def _mesh_arrays(scene: S.Scene):
     for b in scene.background:
         lo, hi = np.asarray(b.lo, float), np.asarray(b.hi, float)
         geoms.append((scene.layout_to_camera(bv * (hi - lo) + (lo + hi) / 2), bt))
-    for o in scene.objects:
-        c, R = scene.object_pose(o)
+    cs, Rs = scene.poses(range(len(scene.objects)))
+    for o, c, R in zip(scene.objects, cs, Rs):
         geoms.append((rotate(o.shape.verts, R) + c, o.shape.tris))
     return geoms
 
@@ -252,15 +252,15 @@ def _alone_counts(scene: S.Scene, obj_geoms, dirs: np.ndarray, inst2: np.ndarray
     alone = np.zeros(n_obj, np.int64)
     vis_s = np.zeros(n_obj, np.int64)
     geoms, origins, ray_dirs, owner, pix, slot_obj = [], [], [], [], [], []
-    for i, o in enumerate(scene.objects):
-        if o.category is None:
+    ann = scene.annotated()
+    cs, Rs = scene.poses(ann)
+    dims = np.array([scene.objects[i].shape.dims for i in ann]).reshape(-1, 3)
+    _, truncs = projected_box2d(corners_from_pose(cs, dims, Rs), K, W, H)
+    for i, trunc in zip(ann, truncs):
+        if trunc[0] < 0:
             continue
-        c, R = scene.object_pose(o)
-        _, trunc = projected_box2d(corners_from_pose(c, o.shape.dims, R), K, W, H)
-        if trunc[0, 0] < 0:
-            continue
-        x0, y0 = int(np.floor(trunc[0, 0])), int(np.floor(trunc[0, 1]))
-        x1, y1 = int(np.ceil(trunc[0, 2])), int(np.ceil(trunc[0, 3]))
+        x0, y0 = int(np.floor(trunc[0])), int(np.floor(trunc[1]))
+        x1, y1 = int(np.ceil(trunc[2])), int(np.ceil(trunc[3]))
         stride = max(1, int(np.ceil(np.sqrt((x1 - x0 + 1) * (y1 - y0 + 1) / 1500.0))))
         ys, xs = np.mgrid[y0:y1 + 1:stride, x0:x1 + 1:stride]
         p = (ys * W + xs).ravel()
@@ -384,7 +384,7 @@ def save_depth(path, depth: np.ndarray) -> None:
     from PIL import Image
 
     mm = np.clip(np.round(depth * 1000.0), 0, 65535).astype(np.uint16)
-    Image.fromarray(mm).save(path, format="PNG", compress_level=9)
+    Image.fromarray(mm).save(path, format="PNG", compress_level=6)
 
 
 def save_points(path, pts: np.ndarray) -> None:

@@ -259,6 +259,19 @@ class Scene:
         c = self.layout_to_camera(np.array([x, base + h / 2, z]))
         return c, R
 
+    def poses(self, idx) -> tuple[np.ndarray, np.ndarray]:
+        """Batched :meth:`object_pose` of objects ``idx``: centres (n, 3) and rotations (n, 3, 3)."""
+        objs = [self.objects[i] for i in idx]
+        if not objs:
+            return np.zeros((0, 3)), np.zeros((0, 3, 3))
+        r, f = self._axes()
+        a = np.array([o.heading for o in objs])
+        hx = r[0] * np.cos(a) + r[1] * np.sin(a)
+        hz = f[0] * np.cos(a) + f[1] * np.sin(a)
+        R = np.einsum("ij,njk->nik", self.R_cw, rotation_y(np.arctan2(-hz, hx)))
+        pts = np.array([[o.x, o.base + o.h / 2, o.z] for o in objs])
+        return self.layout_to_camera(pts), R
+
     def light_dir_camera(self) -> np.ndarray:
         v = self.R_cw @ np.asarray(self.light_dir_world, float)
         return v / np.linalg.norm(v)
@@ -290,8 +303,9 @@ def _quad_overlap(p, q) -> bool:
 class Layout:
     """Places objects without overlaps inside ``bounds`` = (x0, x1, z0, z1)."""
 
-    def __init__(self, rng: np.random.Generator, taxonomy: dict, bounds, keep_clear=()):
+    def __init__(self, rng: np.random.Generator, taxonomy: dict, bounds, keep_clear=(), mesh: bool = True):
         self.rng = rng
+        self.mesh = mesh
         self.taxonomy = taxonomy
         self.bounds = bounds
         self.objects: list[Placed] = []
@@ -299,7 +313,7 @@ class Layout:
         self._quads: list[tuple] = []
 
     def shape(self, kind: str) -> Shape:
-        return build_shape(kind, self.rng)
+        return build_shape(kind, self.rng, self.mesh)
 
     def fits(self, x, z, a, l, w, base, h, margin=0.02, skip=(), inside=True, clear_front=0.0) -> bool:
         """Whether a box footprint (centre x, z, heading a, length l, width w) with height interval
@@ -514,7 +528,7 @@ ROOM_TYPES = ("living", "bedroom", "kitchen", "bathroom", "office")
 WALL_COLOURS = ("white", "off-white", "cream", "beige", "light grey", "light blue", "pink", "mustard", "teal")
 
 
-def _room(rng, spec: DatasetSpec, kind: str) -> Scene:
+def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
     if kind == "bathroom":
         rw, rd = rng.uniform(2.6, 3.6), rng.uniform(3.0, 4.2)
     else:
@@ -527,7 +541,7 @@ def _room(rng, spec: DatasetSpec, kind: str) -> Scene:
     pitch = np.deg2rad(rng.uniform(*spec.pitch_deg))
     roll = np.deg2rad(rng.normal(0, 1.0))
     tax = spec.taxonomy
-    lay = Layout(rng, tax, (0.0, rw, 0.0, rd), keep_clear=[(cx, cz, 0.45)])
+    lay = Layout(rng, tax, (0.0, rw, 0.0, rd), keep_clear=[(cx, cz, 0.45)], mesh=mesh)
 
     def wall(kind_, **kw):
         return against_wall(lay, kind_, **kw)
@@ -693,7 +707,7 @@ def _room(rng, spec: DatasetSpec, kind: str) -> Scene:
 
 
 # ------------------------------------------------------------------------------------------------ outdoor
-def _street(rng, spec: DatasetSpec) -> Scene:
+def _street(rng, spec: DatasetSpec, mesh: bool = True) -> Scene:
     av = spec.style == "av"
     tax = spec.taxonomy
     lane_w = rng.uniform(3.2, 3.6)
@@ -712,7 +726,8 @@ def _street(rng, spec: DatasetSpec) -> Scene:
     pitch = np.deg2rad(rng.uniform(*spec.pitch_deg))
     roll = np.deg2rad(rng.normal(0, 0.3))
     z_far = 140.0
-    lay = Layout(rng, tax, (x_road_l - sw_l, x_road_r + sw_r, -25.0, z_far), keep_clear=[(cx, cz, 2.6)])
+    lay = Layout(rng, tax, (x_road_l - sw_l, x_road_r + sw_r, -25.0, z_far), keep_clear=[(cx, cz, 2.6)],
+                 mesh=mesh)
 
     def kinds(table):
         names, p = zip(*table)
@@ -896,14 +911,15 @@ def scene_rng(seed: int, spec: DatasetSpec, index: int, purpose: int = 0) -> np.
                                                                        int(purpose)])))
 
 
-def make_scene(spec: DatasetSpec, index: int, seed: int) -> Scene:
-    """The layout of image ``index`` of dataset ``spec``; depends only on (seed, dataset, index)."""
+def make_scene(spec: DatasetSpec, index: int, seed: int, mesh: bool = True) -> Scene:
+    """The layout of image ``index`` of dataset ``spec``; depends only on (seed, dataset, index). ``mesh=False``
+    builds only the objects' boxes (same layout, no meshes: for annotations-only builds)."""
     rng = scene_rng(seed, spec, index)
     if spec.environment == "indoor":
         kind = ROOM_TYPES[index % len(ROOM_TYPES)] if rng.random() < 0.8 else str(rng.choice(ROOM_TYPES))
-        scene = _room(rng, spec, kind)
+        scene = _room(rng, spec, kind, mesh)
     else:
-        scene = _street(rng, spec)
+        scene = _street(rng, spec, mesh)
     scene.index = index
     scene.image_id = spec.image_id_base + index
     return scene

@@ -17,7 +17,7 @@ Every builder draws its sizes and colours from the generator it is given and ret
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -73,48 +73,117 @@ def _template(kind: str, res: int = 12) -> tuple[np.ndarray, np.ndarray]:
     return v, t
 
 
-class Kit:
-    """Collects coloured primitive parts of one object in the builder frame."""
+#: Vertex bounds of the open3d unit primitives (exact values, so a bounds-only build gives bit-identical boxes).
+_TEMPLATE_BOUNDS = {
+    ("cylinder", 6): ((-1.0, -0.5, -0.8660254037844387), (1.0, 0.5, 0.866025403784439)),
+    ("cylinder", 8): ((-1.0, -0.5, -1.0), (1.0, 0.5, 1.0)),
+    ("cylinder", 10): ((-1.0, -0.5, -0.9510565162951536), (1.0, 0.5, 0.9510565162951536)),
+    ("cylinder", 12): ((-1.0, -0.5, -1.0), (1.0, 0.5, 1.0)),
+    ("cylinder", 14): ((-1.0, -0.5, -0.9749279121818236), (1.0, 0.5, 0.9749279121818236)),
+    ("cylinder", 16): ((-1.0, -0.5, -1.0), (1.0, 0.5, 1.0)),
+    ("cylinder", 20): ((-1.0, -0.5, -1.0), (1.0, 0.5, 1.0)),
+    ("cone", 6): ((-1.0, 0.0, -0.8660254037844387), (1.0, 1.0, 0.866025403784439)),
+    ("cone", 8): ((-1.0, 0.0, -1.0), (1.0, 1.0, 1.0)),
+    ("cone", 10): ((-1.0, 0.0, -0.9510565162951536), (1.0, 1.0, 0.9510565162951536)),
+    ("cone", 12): ((-1.0, 0.0, -1.0), (1.0, 1.0, 1.0)),
+    ("cone", 14): ((-1.0, 0.0, -0.9749279121818236), (1.0, 1.0, 0.9749279121818236)),
+    ("cone", 16): ((-1.0, 0.0, -1.0), (1.0, 1.0, 1.0)),
+    ("cone", 20): ((-1.0, 0.0, -1.0), (1.0, 1.0, 1.0)),
+    ("sphere", 6): ((-0.8660254037844387, -0.7500000000000004, -1.0), (0.8660254037844387, 0.7500000000000001, 1.0)),
+    ("sphere", 8): ((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0)),
+    ("sphere", 10): ((-0.9510565162951536, -0.9045084971874738, -1.0), (0.9510565162951536, 0.9045084971874738, 1.0)),
+    ("sphere", 12): ((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0)),
+    ("sphere", 14): ((-0.9749279121818236, -0.9504844339512096, -1.0), (0.9749279121818236, 0.9504844339512096, 1.0)),
+    ("sphere", 16): ((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0)),
+    ("sphere", 20): ((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0)),
+    ("box", 12): ((-0.5, -0.5, -0.5), (0.5, 0.5, 0.5)),
 
-    def __init__(self, rng: np.random.Generator):
+}
+
+
+def _template_bounds(kind: str, res: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    key = (kind, 12 if kind == "box" else res)
+    if key not in _TEMPLATE_BOUNDS:  # pragma: no cover - resolutions not used by the builders
+        v, _ = _template(kind, res)
+        _TEMPLATE_BOUNDS[key] = (tuple(v.min(0).tolist()), tuple(v.max(0).tolist()))
+    return _TEMPLATE_BOUNDS[key]
+
+
+class Kit:
+    """Collects coloured primitive parts of one object in the builder frame.
+
+    With ``mesh=False`` only the parts' bounding boxes are kept (no open3d, no vertices): enough for layouts and
+    annotations (``--annotations-only``), and bit-identical to the bounds of the full mesh."""
+
+    def __init__(self, rng: np.random.Generator, mesh: bool = True):
         self.rng = rng
+        self.mesh = mesh
         self.verts: list[np.ndarray] = []
         self.tris: list[np.ndarray] = []
+        self.lo: list[np.ndarray] = []
+        self.hi: list[np.ndarray] = []
         self.colors: list[tuple[float, float, float]] = []
         self.materials: list[int] = []
 
-    def _add(self, v: np.ndarray, t: np.ndarray, color, material: int):
-        self.verts.append(v)
-        self.tris.append(t)
-        self.colors.append(tuple(float(c) for c in color))
+    def _add(self, kind, res, scale, perm, sign, center, color, material: int):
+        """Add template ``kind`` scaled by ``scale``, axes permuted by ``perm`` with signs ``sign``, moved to
+        ``center``. Bounds-only kits do the same float arithmetic on the template's extreme vertices, so the boxes
+        agree bit for bit."""
+        if self.mesh:
+            v, t = _template(kind, res)
+            v = v * np.asarray(scale, float)
+            if perm is not None:
+                v = v[:, perm] * np.asarray(sign, float)
+            v = v + np.asarray(center, float)
+            self.verts.append(v)
+            self.tris.append(t)
+            self.lo.append(v.min(0))
+            self.hi.append(v.max(0))
+        else:
+            tlo, thi = _template_bounds(kind, res)
+            sx, sy, sz = scale
+            lo = (tlo[0] * sx, tlo[1] * sy, tlo[2] * sz)
+            hi = (thi[0] * sx, thi[1] * sy, thi[2] * sz)
+            if perm is not None:
+                a = [lo[q] * g for q, g in zip(perm, sign)]
+                b = [hi[q] * g for q, g in zip(perm, sign)]
+                lo, hi = [min(x, y) for x, y in zip(a, b)], [max(x, y) for x, y in zip(a, b)]
+            cx, cy, cz = center
+            self.lo.append((lo[0] + cx, lo[1] + cy, lo[2] + cz))
+            self.hi.append((hi[0] + cx, hi[1] + cy, hi[2] + cz))
+        self.colors.append(tuple(map(float, color)))
         self.materials.append(int(material))
 
     def box(self, lo, hi, color, material: int = MATTE):
         """Axis-aligned box between corners ``lo`` and ``hi``."""
-        lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-        v, t = _template("box")
-        self._add(v * (hi - lo) + (lo + hi) / 2, t, color, material)
+        lo, hi = tuple(map(float, lo)), tuple(map(float, hi))
+        self._add("box", 12, (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), None, None,
+                  ((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2), color, material)
 
     def cyl(self, center, radius, height, color, axis: str = "y", material: int = MATTE, res: int = 12,
             radius2: float | None = None):
         """Cylinder (or elliptic cylinder with ``radius2`` across) centred at ``center`` along ``axis``."""
-        v, t = _template("cylinder", res)
         r2 = radius if radius2 is None else radius2
-        v = v * np.array([radius, height, r2])
+        scale = (float(radius), float(height), float(r2))
+        center = tuple(map(float, center))
         if axis == "z":
-            v = v[:, [0, 2, 1]] * np.array([1.0, 1.0, -1.0])
+            self._add("cylinder", res, scale, (0, 2, 1), (1.0, 1.0, -1.0), center, color, material)
         elif axis == "x":
-            v = v[:, [1, 0, 2]] * np.array([-1.0, 1.0, 1.0])
-        self._add(v + np.asarray(center, float), t, color, material)
+            self._add("cylinder", res, scale, (1, 0, 2), (-1.0, 1.0, 1.0), center, color, material)
+        else:
+            self._add("cylinder", res, scale, None, None, center, color, material)
 
     def sphere(self, center, radii, color, material: int = MATTE, res: int = 12):
-        v, t = _template("sphere", res)
-        self._add(v * np.broadcast_to(np.asarray(radii, float), (3,)) + np.asarray(center, float), t, color,
-                  material)
+        r = (float(radii),) * 3 if np.isscalar(radii) else tuple(map(float, radii))
+        self._add("sphere", res, r, None, None, tuple(map(float, center)), color, material)
 
     def cone(self, base_center, radius, height, color, material: int = MATTE, res: int = 12):
-        v, t = _template("cone", res)
-        self._add(v * np.array([radius, height, radius]) + np.asarray(base_center, float), t, color, material)
+        self._add("cone", res, (float(radius), float(height), float(radius)), None, None,
+                  tuple(map(float, base_center)), color, material)
+
+    def top(self) -> float:
+        """Highest point of the parts so far (builder frame, y up)."""
+        return float(max(h[1] for h in self.hi))
 
     # random helpers
     def u(self, lo, hi):
@@ -126,33 +195,55 @@ class Kit:
     def colour(self, names, jitter: float = 0.04):
         """A named colour with a small per-instance jitter: (name, rgb)."""
         name = self.pick(names)
-        rgb = np.clip(np.asarray(COLOURS[name]) + self.rng.normal(0, jitter, 3), 0, 1)
-        return name, tuple(rgb)
+        noise = self.rng.normal(0, jitter, 3).tolist()
+        return name, tuple(min(max(c + e, 0.0), 1.0) for c, e in zip(COLOURS[name], noise))
 
 
 @dataclass(frozen=True, eq=False)
 class Shape:
-    """A finished object mesh in the Omni3D object frame (centred, y down).
+    """A finished object in the Omni3D object frame (centred on its tight box, y down).
 
     Attributes:
-        verts: ``(V, 3)`` float64 vertices; tris: ``(T, 3)`` int32; tri_part: ``(T,)`` part index per triangle.
-        part_color: ``(P, 3)`` RGB; part_material: ``(P,)`` shading codes.
+        verts: ``(V, 3)`` float64 vertices; tris: ``(T, 3)`` int32; tri_part: ``(T,)`` part index per triangle
+            (empty for bounds-only shapes).
         dims: ``[w, h, l]`` of the tight box (metres).
         kind: builder name; noun, colour, material: the visual description for captions.
+        part_color ``(P, 3)`` RGB, part_material ``(P,)`` shading codes, part_lo / part_hi ``(P, 3)`` per-part
+        bounds: computed on first use (layouts of annotations-only builds rarely need them).
     """
 
     verts: np.ndarray
     tris: np.ndarray
     tri_part: np.ndarray
-    part_color: np.ndarray
-    part_material: np.ndarray
     dims: np.ndarray
     kind: str
     noun: str
     colour: str
     material: str
-    part_lo: np.ndarray
-    part_hi: np.ndarray
+    _colors: list
+    _materials: list
+    _lo: list
+    _hi: list
+    _mid: tuple
+
+    @cached_property
+    def part_color(self) -> np.ndarray:
+        return np.asarray(self._colors, float)
+
+    @cached_property
+    def part_material(self) -> np.ndarray:
+        return np.asarray(self._materials, np.int32)
+
+    @cached_property
+    def part_lo(self) -> np.ndarray:
+        plo, phi, mid = np.asarray(self._lo, float), np.asarray(self._hi, float), self._mid
+        # builder -> Omni3D frame: (x, y, z) -> (x, -y, -z), a 180-degree rotation about x (det +1)
+        return np.stack([plo[:, 0] - mid[0], -(phi[:, 1] - mid[1]), -(phi[:, 2] - mid[2])], 1)
+
+    @cached_property
+    def part_hi(self) -> np.ndarray:
+        plo, phi, mid = np.asarray(self._lo, float), np.asarray(self._hi, float), self._mid
+        return np.stack([phi[:, 0] - mid[0], -(plo[:, 1] - mid[1]), -(plo[:, 2] - mid[2])], 1)
 
     def surface_height(self, x0: float, x1: float, z0: float, z1: float) -> float:
         """Height above the box bottom of the highest part whose footprint overlaps the local rectangle
@@ -173,25 +264,30 @@ def article(words: str) -> str:
     return "an" if words[:1].lower() in "aeiou" else "a"
 
 
-_TO_OMNI = np.diag([1.0, -1.0, -1.0])  # builder frame (y up) -> Omni3D object frame (y down); det +1
 
 
 def finalize(kit: Kit, kind: str, noun: str, colour: str = "", material: str = "") -> Shape:
-    verts = np.concatenate(kit.verts)
-    vsize = np.fromiter((len(v) for v in kit.verts), np.int64, len(kit.verts))
-    tsize = np.fromiter((len(t) for t in kit.tris), np.int64, len(kit.tris))
-    starts = np.concatenate([[0], np.cumsum(vsize)[:-1]])
-    tris = (np.concatenate(kit.tris) + np.repeat(starts, tsize)[:, None]).astype(np.int32)
-    tri_part = np.repeat(np.arange(len(tsize), dtype=np.int32), tsize)
-    lo, hi = verts.min(0), verts.max(0)
-    verts = (verts - (lo + hi) / 2) @ _TO_OMNI.T
-    ext = hi - lo  # builder (x, y, z) = (l, h, w)
-    dims = np.array([ext[2], ext[1], ext[0]])
-    part_lo = np.minimum.reduceat(verts, starts, axis=0)
-    part_hi = np.maximum.reduceat(verts, starts, axis=0)
-    return Shape(verts=verts, tris=tris, tri_part=tri_part, part_color=np.asarray(kit.colors),
-                 part_material=np.asarray(kit.materials, np.int32), dims=dims, kind=kind, noun=noun,
-                 colour=colour, material=material, part_lo=part_lo, part_hi=part_hi)
+    """Centre the parts on their tight box and turn them into the Omni3D object frame (y down)."""
+    lo = [min(p[i] for p in kit.lo) for i in range(3)]
+    hi = [max(p[i] for p in kit.hi) for i in range(3)]
+    mid = tuple((a + b) / 2 for a, b in zip(lo, hi))
+    dims = np.array([hi[2] - lo[2], hi[1] - lo[1], hi[0] - lo[0]])  # builder (x, y, z) = (l, h, w)
+    if kit.mesh:
+        verts = np.concatenate(kit.verts) - np.array(mid)
+        verts[:, 1:] *= -1.0  # (x, y, z) -> (x, -y, -z)
+        tsize = np.fromiter((len(t) for t in kit.tris), np.int64, len(kit.tris))
+        vsize = np.fromiter((len(v) for v in kit.verts), np.int64, len(kit.verts))
+        starts = np.concatenate([[0], np.cumsum(vsize)[:-1]])
+        tris = (np.concatenate(kit.tris) + np.repeat(starts, tsize)[:, None]).astype(np.int32)
+        tri_part = np.repeat(np.arange(len(tsize), dtype=np.int32), tsize)
+    else:
+        verts, tris, tri_part = _EMPTY_V, _EMPTY_T, _EMPTY_P
+    return Shape(verts=verts, tris=tris, tri_part=tri_part, dims=dims, kind=kind, noun=noun, colour=colour,
+                 material=material, _colors=kit.colors, _materials=kit.materials, _lo=kit.lo, _hi=kit.hi,
+                 _mid=mid)
+
+
+_EMPTY_V, _EMPTY_T, _EMPTY_P = np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros(0, np.int32)
 
 
 # ------------------------------------------------------------------------------------------------ indoor kinds
@@ -518,7 +614,7 @@ def pedestal_sink(k: Kit):
 def kitchen_sink(k: Kit):
     noun, name, _ = kitchen_cabinet(k)
     # basin and tap on top of a base cabinet
-    top = max(v[:, 1].max() for v in k.verts)
+    top = k.top()
     k.box((-0.22, top, -0.3), (0.22, top + 0.015, 0.3), (0.62, 0.64, 0.67), GLOSSY)
     k.cyl((-0.25, top + 0.15, 0), 0.015, 0.3, METAL_RGB, material=GLOSSY, res=6)
     k.box((-0.26, top + 0.28, -0.01), (-0.1, top + 0.3, 0.01), METAL_RGB, GLOSSY)
@@ -1013,8 +1109,9 @@ BUILDERS = {f.__name__: f for f in (
     construction_barrel, tree, streetlight)}
 
 
-def build_shape(kind: str, rng: np.random.Generator) -> Shape:
-    """Build one instance of ``kind`` with sizes and colours drawn from ``rng``."""
-    kit = Kit(rng)
+def build_shape(kind: str, rng: np.random.Generator, mesh: bool = True) -> Shape:
+    """Build one instance of ``kind`` with sizes and colours drawn from ``rng`` (``mesh=False``: bounds only; the
+    random draws, sizes and boxes are the same)."""
+    kit = Kit(rng, mesh)
     noun, colour, material = BUILDERS[kind](kit)
     return finalize(kit, kind, noun, colour, material)

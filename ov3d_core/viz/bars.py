@@ -62,7 +62,9 @@ def grouped_bars(df: pd.DataFrame, x: str, y: str, group: str | None = None, *, 
     else:
         fig.update_xaxes(type="category", tickangle=-45 if len(xs) > 8 else 0)
         fig.update_yaxes(title=y_title or y)
-    fig.update_layout(barmode="group", showlegend=group is not None)
+    # one bar per x (each x belongs to a single group, e.g. templates coloured by prompt type): no side-by-side gaps
+    single = group is not None and bool((df.groupby(x)[group].nunique() <= 1).all())
+    fig.update_layout(barmode="relative" if single else "group", showlegend=group is not None)
     return _layout(fig, title, height)
 
 

@@ -20,12 +20,38 @@ from ov3d_core.viz.image_overlay import HEADING_EDGES, BoxLayer
 #: Default number of points sent to the browser (plotly's WebGL 3D traces stall well above ~150k).
 POINT_BUDGET = 60_000
 
-#: Camera presets (plotly scene camera dicts) for the Omni3D camera frame.
-CAMERA_PRESETS = {
-    "ego": dict(eye=dict(x=0.0, y=-0.35, z=-1.6), up=dict(x=0, y=-1, z=0), center=dict(x=0, y=0, z=0)),
-    "top-down": dict(eye=dict(x=0.0, y=-2.2, z=0.001), up=dict(x=0, y=0, z=1), center=dict(x=0, y=0, z=0)),
-    "side": dict(eye=dict(x=2.0, y=-0.4, z=0.0), up=dict(x=0, y=-1, z=0), center=dict(x=0, y=0, z=0)),
-}
+#: Camera presets for the Omni3D camera frame (x right, y down, z forward): behind and above the camera, from above,
+#: and from the right.
+CAMERA_PRESETS = ("ego", "top-down", "side")
+
+
+def scene_camera(preset: str, aspect: np.ndarray) -> dict:
+    """A plotly scene camera for a preset, given the scene's aspect ratio ``(3,)`` (the normalised box spans
+    ``[-a/2, a/2]`` per axis around its centre)."""
+    ax, ay, az = (float(v) for v in aspect)
+    if preset == "top-down":
+        return dict(eye=dict(x=0.0, y=-(ay / 2 + 1.6), z=-0.05), up=dict(x=0, y=0, z=1), center=dict(x=0, y=0, z=0))
+    if preset == "side":
+        return dict(eye=dict(x=ax / 2 + 1.4, y=-(ay / 2 + 0.4), z=0.0), up=dict(x=0, y=-1, z=0),
+                    center=dict(x=0, y=0, z=0))
+    return dict(eye=dict(x=0.0, y=-(ay / 2 + 0.12), z=-(az / 2 + 0.08)), up=dict(x=0, y=-1, z=0),
+                center=dict(x=0, y=ay / 4, z=-az / 5))
+
+
+def scene_bounds(parts: Sequence[np.ndarray], points: np.ndarray | None = None, pad: float = 0.05
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Axis ranges ``(lo (3,), hi (3,))`` covering the given ``(N, 3)`` arrays and the 1st-99th percentile of
+    ``points`` (so that a few far returns do not shrink the scene), padded by ``pad`` of the extent."""
+    arrs = [np.asarray(p, np.float64).reshape(-1, 3) for p in parts if p is not None and len(p)]
+    if points is not None and len(points):
+        pts = np.asarray(points, np.float64)
+        arrs.append(np.percentile(pts, [1, 99], axis=0))
+    if not arrs:
+        return np.array([-1.0, -1.0, 0.0]), np.array([1.0, 1.0, 2.0])
+    allp = np.concatenate(arrs)
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    ext = np.maximum(hi - lo, 1e-3)
+    return lo - pad * ext, hi + pad * ext
 
 
 def downsample_points(points: np.ndarray, budget: int = POINT_BUDGET, colors: np.ndarray | None = None,
@@ -111,14 +137,13 @@ def scene_figure(points: np.ndarray | None, layers: Sequence[BoxLayer], *, K: np
         budget: most points drawn (random subset beyond it).
         point_size: marker size in px.
         frustum_depth: far-plane depth of the frustum (default: 10 % of the scene's depth extent, at least 1 m).
-        camera: a key of ``CAMERA_PRESETS``.
+        camera: one of ``CAMERA_PRESETS``.
     """
     fig = go.Figure()
-    zmax = 5.0
+    pts = cols = None
     if points is not None and len(points):
         pts, cols = downsample_points(np.asarray(points), budget, colors)
         pts = pts.astype(np.float32)
-        zmax = float(np.percentile(pts[:, 2], 95)) if len(pts) else zmax
         if cols is not None:
             cols = np.asarray(cols, dtype=np.float64)
             if cols.max() <= 1.0:
@@ -132,16 +157,25 @@ def scene_figure(points: np.ndarray | None, layers: Sequence[BoxLayer], *, K: np
     for layer in layers:
         for tr in box_traces_3d(layer, show_labels=show_labels):
             fig.add_trace(tr)
-        if len(layer):
-            zmax = max(zmax, float(layer.corners[:, :, 2].max()))
+    corners = [layer.corners.reshape(-1, 3) for layer in layers if len(layer)]
+    frustum = None
     if K is not None and width and height:
+        zmax = max([float(c[:, 2].max()) for c in corners] + ([float(np.percentile(pts[:, 2], 95))]
+                                                               if pts is not None else []) + [5.0])
         depth = frustum_depth or max(1.0, 0.1 * zmax)
         x, y, z = frustum_lines(K, width, height, depth)
         fig.add_trace(go.Scatter3d(x=x, y=y, z=z, mode="lines", name="camera", hoverinfo="skip",
                                    line=dict(color="#444444", width=3)))
+        frustum = np.vstack([np.zeros((1, 3)), frustum_corners(K, width, height, depth)])
+    lo, hi = scene_bounds(corners + ([frustum] if frustum is not None else []), pts)
+    aspect = np.maximum((hi - lo) / (hi - lo).max(), 0.04)
+    axis = dict(showbackground=False, gridcolor="#dddddd", zerolinecolor="#bbbbbb")
     fig.update_layout(
         height=fig_height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title, uirevision="keep",
         legend=dict(orientation="h", yanchor="top", y=0.0, x=0, font=dict(size=11)),
-        scene=dict(aspectmode="data", camera=CAMERA_PRESETS.get(camera, CAMERA_PRESETS["ego"]),
-                   xaxis_title="x (m)", yaxis_title="y (m, down)", zaxis_title="z (m, forward)"))
+        scene=dict(aspectmode="manual", aspectratio=dict(x=aspect[0], y=aspect[1], z=aspect[2]),
+                   camera=scene_camera(camera, aspect),
+                   xaxis=dict(title="x (m)", range=[lo[0], hi[0]], **axis),
+                   yaxis=dict(title="y (m, down)", range=[lo[1], hi[1]], **axis),
+                   zaxis=dict(title="z (m, forward)", range=[lo[2], hi[2]], **axis)))
     return fig

@@ -140,3 +140,16 @@ def test_sidebar_protocol_is_mirrored_to_the_url(server, browser_page):
     page.wait_for_function("() => location.search.includes('proto=target-aware')", timeout=60_000)
     wait_idle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_figure_export_downloads_a_png(server, browser_page):
+    page, _ = browser_page
+    open_page(page, f"{server}/splits?ds=demo_indoor&k=3&n=200", "Class splits")
+    page.locator('[data-testid="stPopover"] button', has_text="Export").first.click()
+    button = page.locator('[data-testid="stDownloadButton"] button', has_text="PNG").first
+    button.wait_for(timeout=30_000)
+    with page.expect_download(timeout=120_000) as info:
+        button.click()
+    path = info.value.path()
+    assert info.value.suggested_filename.endswith(".png")
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

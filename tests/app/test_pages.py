@@ -48,7 +48,9 @@ def test_every_page_renders_on_the_tiny_demo(tiny_demo, page):
 
 def test_protocol_toggle_changes_the_ap_shown(tiny_demo):
     at = app(None)
+    at.toggle(key="lb_all").set_value(True).run()  # every dataset in the leaderboard
     assert not problems(at)
+    assert at.dataframe[0].value["dataset"].nunique() == 3
     before = at.dataframe[0].value.set_index(["dataset", "run"])["AP3D"]
     at.sidebar.radio(key="w:protocol").set_value("target-aware").run()
     assert not problems(at)

@@ -103,3 +103,15 @@ def test_removed_status_and_counts(boxes):
     assert sel.removed_status(["TP", "FP", "FP"], [2, 9]).tolist() == ["TP", "FP", "removed"]
     counts = sel.status_counts(boxes)
     assert counts.loc[(counts["run"] == "r1") & (counts["status"] == "TP"), "n"].item() == 2
+
+
+def test_gt_statuses_are_per_run():
+    gt = pd.DataFrame({"image_id": [1, 2], "category": ["car", "car"], "status": ["GT", "GT"]})
+    pred = pd.DataFrame({"image_id": [1], "category": ["car"], "score": [0.9], "status": ["TP"], "matched": [0]})
+    empty = pred.iloc[:0]
+    table = sel.box_table(gt, {"a": pred, "b": empty}, {"a": ["TP", "FN"], "b": ["FN", "FN"]})
+    g = table[table["kind"] == "gt"]
+    assert g.groupby("run")["status"].apply(list).to_dict() == {"a": ["TP", "FN"], "b": ["FN", "FN"]}
+    assert sel.filtered_images(table, [1, 2], errors=["FN"], runs=["a"]) == [2]
+    assert sel.filtered_images(table, [1, 2], errors=["FN"], runs=["b"]) == [1, 2]
+    assert len(sel.filter_boxes(table, runs=["a"])) == 3  # a's GT rows and its prediction

@@ -23,10 +23,10 @@ def make_corners(n=2, z0=6.0):
 
 
 def segments(xs):
-    """Number of segments in a None-separated coordinate list."""
+    """Number of segments in a coordinate list separated by None (3D) or NaN (2D)."""
     n, run = 0, 0
     for v in list(xs) + [None]:
-        if v is None:
+        if v is None or v != v:
             n += run >= 2
             run = 0
         else:
@@ -52,8 +52,10 @@ def test_image_overlay_draws_12_edges_per_box_at_the_projected_corners():
     assert edges.mode == "lines" and segments(edges.x) == 12 * 3
     assert segments(heading.x) == 2 * 3
     uv, _ = project_points(corners[:, BOX_EDGES.ravel()], K)  # endpoints in edge order
-    xs = np.array([v for v in edges.x if v is not None], dtype=float)
-    ys = np.array([v for v in edges.y if v is not None], dtype=float)
+    xs = np.asarray(edges.x, dtype=float)
+    ys = np.asarray(edges.y, dtype=float)
+    assert np.isnan(xs[2::3]).all()  # a gap after every segment
+    xs, ys = xs[~np.isnan(xs)], ys[~np.isnan(ys)]
     assert np.allclose(xs, uv[..., 0].ravel()) and np.allclose(ys, uv[..., 1].ravel())
     assert labels.mode == "markers+text" and list(labels.text) == ["car 0.9", "van 0.5", "car 0.3"]
     assert [list(r) for r in labels.customdata] == [["pred", "r", 0], ["pred", "r", 1], ["pred", "r", 2]]
@@ -222,3 +224,14 @@ def test_figure_png_and_svg_export_with_kaleido():
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     svg = export.figure_bytes(fig, "svg", width=300, height=200)
     assert b"<svg" in svg[:500]
+
+
+def test_image_overlay_accepts_a_pre_encoded_image():
+    from ov3d_core.viz.image_overlay import encode_image
+
+    img = np.zeros((2000, 1000, 3), np.uint8)
+    uri, w, h, scale = encode_image(img, max_side=800)
+    assert (w, h) == (1000, 2000) and scale == pytest.approx(2.5) and uri.startswith("data:image/jpeg;base64,")
+    fig = image_overlay(uri, K, [], width=w, height=h, image_scale=scale)
+    assert fig.data[0].source == uri and fig.data[0].dx == pytest.approx(2.5)
+    assert tuple(fig.layout.xaxis.range) == (-0.5, w - 0.5)

@@ -1,0 +1,252 @@
+"""Benchmark of the app: first paint and interaction latency on the demo benchmark.
+
+Two measurements:
+
+1. Page render functions through ``streamlit.testing.v1.AppTest`` (in this process): the first run of the app
+   (fresh process: empty Streamlit caches; the pair geometry on disk is warm unless ``--cold``), the first visit of
+   every page, a cached re-render of every page, and widget interactions on cached data (protocol toggle, score
+   threshold, next image, confusion level, prompt template).
+2. The whole app in headless Chromium (Playwright) against ``streamlit run``: seconds to the page title, to its
+   first data element (metric, table, chart or message) and to the end of the script run with its charts drawn.
+   ``first_paint_s``: opening the app in a fresh server process; ``first_visit_s`` / ``second_visit_s``: clicking
+   each page in the sidebar (one session); ``reload_s``: a new session (page reload) on warm caches.
+
+Targets (issue "The Streamlit app"): first paint of the demo < 3 s once it is built; any interaction on cached data
+< 300 ms.
+
+    python bench/bench_app.py                     # the demo in data/demo (built first if missing)
+    OV3D_DEMO_DIR=/tmp/demo python bench/bench_app.py --cold --skip-browser
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+PAGES = ("app_pages/overview.py", "app_pages/scene.py", "app_pages/confusion.py", "app_pages/prompt_lab.py",
+         "app_pages/oracle.py", "app_pages/errors.py", "app_pages/splits.py")
+URLS = {"overview": "", "scene": "scene", "confusion": "confusion", "prompt_lab": "prompts", "oracle": "oracle",
+        "errors": "errors", "splits": "splits"}
+NAV = {"overview": "Overview", "scene": "Scene inspector", "confusion": "Confusion", "prompt_lab": "Prompt lab",
+       "oracle": "Oracle", "errors": "Error breakdown", "splits": "Splits & transfer"}
+TITLES = {"overview": "Overview", "scene": "Scene inspector", "confusion": "Confusion", "prompt_lab": "Prompt lab",
+          "oracle": "Oracle", "errors": "Error breakdown", "splits": "Class splits"}
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def check(at) -> None:
+    bad = [e.value for e in at.exception] + [e.value for e in at.error]
+    if bad:
+        raise RuntimeError(f"the app failed: {bad[0][:2000]}")
+
+
+def median_ms(xs) -> float:
+    return round(1000 * statistics.median(xs), 1)
+
+
+def bench_apptest(repeats: int) -> dict:
+    from streamlit.testing.v1 import AppTest
+
+    out: dict = {}
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=1800)
+    out["first_run_s"] = round(timed(at.run), 3)
+    check(at)
+    first, cached = {}, {}
+    for page in PAGES:
+        name = Path(page).stem
+        at.switch_page(page)
+        first[name] = round(timed(at.run), 3)
+        check(at)
+        cached[name] = median_ms([timed(at.run) for _ in range(repeats)])
+    out["page_first_visit_s"] = first
+    out["page_cached_rerun_ms"] = cached
+
+    inter: dict = {}
+
+    def toggle(at, key: str, a, b, widget="radio", sidebar=True, n=repeats) -> float:
+        root = at.sidebar if sidebar else at
+        get = getattr(root, widget)
+        get(key=key).set_value(b).run()  # compute both states once
+        get(key=key).set_value(a).run()
+        times = []
+        for k in range(n):
+            times.append(timed(lambda: get(key=key).set_value(b if k % 2 == 0 else a).run()))
+            check(at)
+        get(key=key).set_value(a).run()
+        return median_ms(times)
+
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    inter["overview: protocol toggle"] = toggle(at, "w:protocol", "dataset-level", "target-aware")
+    inter["overview: score threshold"] = toggle(at, "w:min_score", 0.0, 0.3, widget="slider")
+    at.switch_page("app_pages/scene.py")
+    at.run()
+    inter["scene: protocol toggle"] = toggle(at, "w:protocol", "dataset-level", "target-aware")
+    next_btn = [b for b in at.button if b.label == "Next"]
+    for _ in range(3):  # visit a few images once
+        next_btn[0].click().run()
+        next_btn = [b for b in at.button if b.label == "Next"]
+    times = []
+    for _ in range(repeats):
+        prev = [b for b in at.button if b.label == "Previous"][0]
+        times.append(timed(lambda: prev.click().run()))
+        check(at)
+        nxt = [b for b in at.button if b.label == "Next"][0]
+        times.append(timed(lambda: nxt.click().run()))
+    inter["scene: previous / next image (visited)"] = median_ms(times)
+    inter["scene: colour by class"] = toggle(at, "w:color_by", "status", "class", sidebar=False)
+    at.switch_page("app_pages/confusion.py")
+    at.run()
+    inter["confusion: fine / super level"] = toggle(at, "w:conf_level", "fine", "super", sidebar=False)
+    inter["confusion: hide diagonal"] = toggle(at, "w:hide_diag", False, True, widget="toggle", sidebar=False)
+    at.switch_page("app_pages/prompt_lab.py")
+    at.run()
+    if not at.info:
+        tpl = at.selectbox(key="w:template")
+        opts = list(tpl.options)
+        if len(opts) > 1:
+            inter["prompt lab: template change"] = toggle(at, "w:template", opts[0], opts[-1], widget="selectbox",
+                                                          sidebar=False)
+    at.switch_page("app_pages/oracle.py")
+    at.run()
+    inter["oracle: run change"] = None
+    runs = at.selectbox(key="w:focus_run:or").options
+    if len(runs) > 1:
+        inter["oracle: run change"] = toggle(at, "w:focus_run:or", runs[0], runs[1], widget="selectbox",
+                                             sidebar=False)
+    out["interaction_cached_ms"] = inter
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_browser(demo_dir: str | None) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return {"skipped": "no chromium"}
+    port = free_port()
+    env = dict(os.environ)
+    if demo_dir:
+        env["OV3D_DEMO_DIR"] = demo_dir
+    log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    out: dict = {}
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"streamlit did not start, see {log.name}")
+                time.sleep(0.3)
+        args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-quic"]
+        with sync_playwright() as p:
+            ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(), executable_path=chromium, headless=True,
+                                                       args=args, viewport={"width": 1500, "height": 1000})
+            page = ctx.new_page()
+            page.set_default_timeout(1_800_000)
+
+            main = '[data-testid="stMainBlockContainer"] '
+            data = ", ".join(main + s for s in ('[data-testid="stMetric"]', '[data-testid="stDataFrame"]',
+                                                ".js-plotly-plot .main-svg", '[data-testid="stAlert"]'))
+
+            def wait_page(t0: float, title: str) -> dict:
+                page.locator(main + "h1", has_text=title).first.wait_for()
+                t_title = time.perf_counter() - t0
+                page.locator(data).first.wait_for()
+                t_data = time.perf_counter() - t0
+                page.wait_for_function("() => { const a = document.querySelector('.stApp'); return a && "
+                                       "a.getAttribute('data-test-script-state') === 'notRunning'; }")
+                if page.locator(".js-plotly-plot").count():
+                    page.locator(".js-plotly-plot .main-svg").first.wait_for()
+                return {"title": round(t_title, 2), "first_data": round(t_data, 2),
+                        "complete": round(time.perf_counter() - t0, 2)}
+
+            t0 = time.perf_counter()
+            page.goto(base)
+            out["first_paint_s"] = wait_page(t0, TITLES["overview"])
+            nav = page.locator('[data-testid="stSidebarNav"]')
+            for label in ("first_visit_s", "second_visit_s"):
+                out[label] = {}
+                for name in list(URLS)[1:] + ["overview"]:
+                    link = nav.get_by_text(NAV[name], exact=True)
+                    t0 = time.perf_counter()
+                    link.click()
+                    out[label][name] = wait_page(t0, TITLES[name])
+            t0 = time.perf_counter()
+            page.goto(base)
+            out["reload_s"] = wait_page(t0, TITLES["overview"])
+            ctx.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cold", action="store_true", help="delete the demo's on-disk caches first")
+    ap.add_argument("--skip-browser", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+
+    from ov3d_app import cache
+
+    t = time.perf_counter()
+    cfg = cache.ensure_demo_config()
+    build_s = time.perf_counter() - t
+    if args.cold:
+        for d in (Path(cfg).parent / ".ov3d_cache",):
+            shutil.rmtree(d, ignore_errors=True)
+    results = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "demo": {"config": cfg, "ensure_demo_s": round(build_s, 2), "cold_disk_cache": args.cold},
+        "apptest": bench_apptest(args.repeats),
+    }
+    if not args.skip_browser:
+        results["browser"] = bench_browser(os.environ.get(cache.DEMO_ENV))
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
