@@ -314,12 +314,12 @@ def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, W, H, box2d
     """A noisy copy of a box: depth scaled along the viewing ray (log-normal, growing with distance), lateral
     centre, size and yaw noise, and a jittered 2D box. (Scalar Python arithmetic: this runs ~10^6 times in an
     Omni3D-scale annotations-only build.)"""
-    cx, cy, cz = center
+    cx, cy, cz = center.tolist() if isinstance(center, np.ndarray) else center
     nrm = rng.normal(0.0, 1.0, 11).tolist()
     sigma = (profile.depth_sigma + profile.depth_sigma_per_10m * max(cz, 0.0) / 10.0) * scale_noise
     bias = profile.depth_bias + (profile.ood_depth_bias if ood else 0.0)
     s = math.exp(bias + sigma * nrm[0])
-    w, h, l = dims
+    w, h, l = dims.tolist() if isinstance(dims, np.ndarray) else dims
     lat = profile.center_sigma * (w + h + l) / 3.0 * scale_noise
     c = np.array([cx * s + nrm[1] * lat, cy * s + nrm[2] * lat, cz * s])
     k = profile.size_sigma * scale_noise
@@ -333,7 +333,7 @@ def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, W, H, box2d
     Rp = np.array([[a0 * cs - a2 * sn, a1, a0 * sn + a2 * cs],  # R @ rotation_y(yaw)
                    [b0 * cs - b2 * sn, b1, b0 * sn + b2 * cs],
                    [c0 * cs - c2 * sn, c1, c0 * sn + c2 * cs]])
-    x0, y0, x1, y1 = box2d
+    x0, y0, x1, y1 = box2d.tolist() if isinstance(box2d, np.ndarray) else box2d
     bw, bh = x1 - x0, y1 - y0
     e = profile.box2d_sigma * scale_noise
     nx0 = min(max(x0 + nrm[7] * e * bw, 0.0), W - 1.0)
@@ -375,40 +375,45 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
     second_p = min(0.9, profile.second_label * (profile.ood_confusion if ood else 1.0))
     recall = profile.recall * (profile.ood_recall if ood else 1.0)
     preds: list[Pred] = []
-    for g in gts:
-        kind = scene.objects[g.obj_index].kind
-        label = g.category
-        p = recall
-        if closed:
-            label = CLOSED_LABEL.get(g.category)
-            if label is None or label not in vocab:
-                continue
-            if label != g.category:
-                p *= profile.closed_novel_recall
-        vis = max(g.visibility, 0.0) if g.visibility >= 0 else 1.0
-        box = g.trunc
-        if g.tight[0] >= 0:
-            h2d = g.tight[3] - g.tight[1]
-        else:
-            h2d = (box[3] - box[1]) * math.sqrt(vis)
+    n = len(gts)
+    if n:
+        # detection probabilities of all GT objects at once; one random block per image
+        labels = [CLOSED_LABEL.get(g.category) if closed else g.category for g in gts]
+        vis = np.array([max(g.visibility, 0.0) if g.visibility >= 0 else 1.0 for g in gts])
+        tight = np.array([g.tight for g in gts])
+        trunc_box = np.array([g.trunc for g in gts])
+        h2d = np.where(tight[:, 0] >= 0, tight[:, 3] - tight[:, 1], (trunc_box[:, 3] - trunc_box[:, 1]) * np.sqrt(vis))
         size_term = h2d / (h2d + profile.min_height_px)
-        p *= vis ** profile.occlusion_power * size_term * (1.0 - profile.truncation_penalty * g.truncation)
-        draws = rng.random(4)
-        if g.behind or draws[0] >= p:
-            continue
-        quality = 0.55 + 0.45 * vis * min(1.0, size_term / 0.8)
+        trn = np.array([g.truncation for g in gts])
+        p = recall * vis ** profile.occlusion_power * size_term * (1.0 - profile.truncation_penalty * trn)
+        if closed:
+            novel = np.array([lb is not None and lb != g.category for lb, g in zip(labels, gts)])
+            p = np.where(novel, p * profile.closed_novel_recall, p)
+            p = np.where([lb is not None and lb in vocab for lb in labels], p, 0.0)
+        p = np.where([g.behind for g in gts], 0.0, p)
+        draws = rng.random((n, 4))
+        hits = np.flatnonzero(draws[:, 0] < p).tolist()
+        draws = draws.tolist()
+        vis_l, size_l = vis.tolist(), size_term.tolist()
+    else:
+        hits = []
+    for j in hits:
+        g = gts[j]
+        kind = scene.objects[g.obj_index].kind
+        label = labels[j]
+        quality = 0.55 + 0.45 * vis_l[j] * min(1.0, size_l[j] / 0.8)
         raw = min(max(profile.score_mean * quality + 0.08 * float(rng.normal()), 0.02), 0.98)
         origin = "object"
-        if draws[1] < conf_p:
+        if draws[j][1] < conf_p:
             wrong = _choose_wrong(rng, profile, label, _neighbours(label, kind, spec, vocab), vocab)
             if wrong is not None:
                 label = wrong
                 raw *= rng.uniform(0.6, 0.95)
-        c, d, Rp, b = _perturb(rng, profile, ood, g.center, g.dims, g.R, W, H, box)
+        c, d, Rp, b = _perturb(rng, profile, ood, g.center, g.dims, g.R, W, H, g.trunc)
         if c[2] <= 0.3:
             continue
         preds.append(Pred(label, _calibrate(profile, raw), c, d, Rp, b, origin, g.ann_id))
-        if draws[2] < second_p:
+        if draws[j][2] < second_p:
             base = label if closed else g.category
             alt_table = {k: v for k, v in _neighbours(base, kind, spec, vocab).items() if k != label}
             alt = _choose_wrong(rng, profile, label, alt_table, vocab)
@@ -416,7 +421,7 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
                 c2, d2, R2, b2 = _perturb(rng, profile, ood, c, d, Rp, W, H, b, scale_noise=0.25)
                 raw2 = raw * profile.second_score * rng.uniform(0.55, 1.0)
                 preds.append(Pred(alt, _calibrate(profile, raw2), c2, d2, R2, b2, "second", g.ann_id))
-        if draws[3] < profile.duplicates:
+        if draws[j][3] < profile.duplicates:
             c2, d2, R2, b2 = _perturb(rng, profile, ood, c, d, Rp, W, H, b, scale_noise=1.0)
             if c2[2] > 0.3:
                 raw2 = raw * rng.uniform(0.3, 0.75)

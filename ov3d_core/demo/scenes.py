@@ -760,13 +760,13 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True) -> Scene:
 
     for i in range(n_right):
         xc = (i + 0.5) * lane_w
-        z0 = rng.uniform(6.0, 15.0) if i == cam_lane else rng.uniform(-6.0, 10.0)
+        z0 = rng.uniform(6.0, 15.0) if i == cam_lane else rng.uniform(-5.0, 10.0)
         lane_traffic(xc, 1, z0, rng.uniform(0.5, 1.3))
     for i in range(n_left):
         xc = -(i + 0.5) * lane_w
         if tram and i == n_left - 1 and n_left > 1:
             continue
-        lane_traffic(xc, -1, rng.uniform(-8.0, 12.0), rng.uniform(0.4, 1.2))
+        lane_traffic(xc, -1, rng.uniform(-5.0, 12.0), rng.uniform(0.4, 1.2))
     if tram:
         xt = -(n_left - 0.5) * lane_w if n_left > 1 else -0.5 * lane_w
         shape = lay.shape("tram")
@@ -777,7 +777,7 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True) -> Scene:
             lay.add("tram", shape, xt, z, a)
 
     def parking(x_edge, side):
-        z = rng.uniform(-12.0, 4.0)
+        z = rng.uniform(-7.0, 4.0)
         while z < 55:
             if rng.random() < 0.4:
                 z += rng.uniform(4.0, 12.0)
