@@ -62,6 +62,18 @@ class Benchmark:
             return self._datasets[name]
 
     def _load_dataset(self, spec: DatasetSpec) -> Dataset:
+        from ov3d_core.io.loadcache import cached_load
+
+        files = list(spec.gt) if spec.format != "kitti" else []
+        params = {"spec": repr(spec)}
+        return cached_load(self._load_cache_root(files), "dataset", files, params,
+                           lambda: self._read_dataset(spec))
+
+    def _load_cache_root(self, files) -> Path | None:
+        # KITTI folders are not fingerprinted file by file: no caching for them.
+        return self.config.cache_dir if files else None
+
+    def _read_dataset(self, spec: DatasetSpec) -> Dataset:
         if spec.format == "kitti":
             from ov3d_core.io.kitti import load_kitti_gt
 
@@ -70,27 +82,35 @@ class Benchmark:
             return load_kitti_gt(spec.gt[0], spec.calib, image_dir=spec.images, name=spec.name)
         from ov3d_core.io import load_omni3d_gt
 
-        ds = load_omni3d_gt(list(spec.gt), categories=spec.categories, name=None if spec.name_from_file else spec.name,
-                            environment=spec.environment, proximity=spec.proximity,
-                            root=str(spec.images) if spec.images else None)
-        return ds
+        return load_omni3d_gt(list(spec.gt), categories=spec.categories,
+                              name=None if spec.name_from_file else spec.name, environment=spec.environment,
+                              proximity=spec.proximity, root=str(spec.images) if spec.images else None)
 
     def run(self, run: str, dataset: str) -> Run:
         with self._lock:
             key = (run, dataset)
             if key not in self._runs:
-                spec = self.run_spec(run, dataset)
-                ds = self.dataset(dataset)
-                if spec.format == "kitti":
-                    from ov3d_core.io.kitti import load_kitti_predictions
-
-                    self._runs[key] = load_kitti_predictions(spec.predictions, ds, name=run)
-                else:
-                    from ov3d_core.io import load_predictions
-
-                    self._runs[key] = load_predictions(spec.predictions, ds, name=run, format=spec.format,
-                                                       category_list=spec.category_list)
+                self._runs[key] = self._load_run(self.run_spec(run, dataset), self.dataset(dataset))
             return self._runs[key]
+
+    def _load_run(self, spec: RunSpec, ds: Dataset) -> Run:
+        if spec.format == "kitti":
+            from ov3d_core.io.kitti import load_kitti_predictions
+
+            return load_kitti_predictions(spec.predictions, ds, name=spec.name)
+        from ov3d_core.io.loadcache import cached_load
+
+        dspec = self.dataset_spec(spec.dataset)
+        files = [spec.predictions, *dspec.gt]  # the run's parse depends on the GT (ids, vocabulary)
+        return cached_load(self._load_cache_root(files), "run", files, {"spec": repr(spec), "ds": repr(dspec)},
+                           lambda: self._read_run(spec, ds))
+
+    @staticmethod
+    def _read_run(spec: RunSpec, ds: Dataset) -> Run:
+        from ov3d_core.io import load_predictions
+
+        return load_predictions(spec.predictions, ds, name=spec.name, format=spec.format,
+                                category_list=spec.category_list)
 
     @property
     def pair_cache(self):
