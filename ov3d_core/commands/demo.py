@@ -34,11 +34,12 @@ def run_build(args) -> int:
     if not args.no_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=1000, file=sys.stderr, desc="demo", unit="‰", bar_format="{l_bar}{bar}| {elapsed}<{remaining} {postfix}")
+        bar = tqdm(total=1000, file=sys.stderr, desc="demo build",
+                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
 
         def progress(frac: float, msg: str) -> None:
             bar.n = int(round(frac * 1000))
-            bar.set_postfix_str(msg, refresh=False)
+            bar.set_description_str(msg, refresh=False)
             bar.refresh()
     try:
         try:

@@ -53,10 +53,6 @@ class GTObject:
     noun: str
 
 
-def _r(x, nd=ROUND):
-    return np.round(np.asarray(x, np.float64), nd).tolist()
-
-
 def _zbuffer_visibility(boxes: np.ndarray, depth: np.ndarray, width: int, height: int, stride: int = 4) -> np.ndarray:
     """Visibility of objects from a coarse z-buffer over their projected boxes (``boxes`` XYXY clipped to the image,
     nearest centre first): the fraction of an object's grid cells not covered by a nearer object."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ov3d_core.demo.annotate import GTObject
 from ov3d_core.demo.detectors import Pred
-from ov3d_core.demo.scenes import BG_DESCRIPTIONS, Scene
+from ov3d_core.demo.scenes import Scene
 from ov3d_core.demo.shapes import article
 from ov3d_core.geometry.boxes import projected_box2d
 
@@ -74,8 +74,9 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) 
     if render is None and len(gts) and len(preds):  # box overlaps (no masks): fraction of the crop, x visibility
         T = np.array([g.trunc for g in gts])
         vis = np.array([g.visibility if g.visibility >= 0 else 1.0 for g in gts])
-        iw = np.clip(np.minimum(boxes[:, None, 2], T[None, :, 2]) - np.maximum(boxes[:, None, 0], T[None, :, 0]), 0, None)
-        ih = np.clip(np.minimum(boxes[:, None, 3], T[None, :, 3]) - np.maximum(boxes[:, None, 1], T[None, :, 1]), 0, None)
+        b = boxes[:, None, :]
+        iw = np.clip(np.minimum(b[..., 2], T[None, :, 2]) - np.maximum(b[..., 0], T[None, :, 0]), 0, None)
+        ih = np.clip(np.minimum(b[..., 3], T[None, :, 3]) - np.maximum(b[..., 1], T[None, :, 1]), 0, None)
         area = np.maximum((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]), 1e-6)
         fractions = np.minimum(1.0, iw * ih / area[:, None]) * vis[None, :]
     by_obj = {g.obj_index: g for g in gts}
@@ -118,4 +119,4 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) 
     return out
 
 
-__all__ = ["describe", "crop_boxes", "BG_DESCRIPTIONS"]
+__all__ = ["describe", "crop_boxes"]

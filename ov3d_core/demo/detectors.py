@@ -103,7 +103,8 @@ KIND_BIAS = {
     "armchair": {"sofa": 4}, "coffee_table": {"table": 0, "desk": 0.5}, "night_stand": {"table": 2},
     "sideboard": {"table": 1, "shelves": 1}, "kitchen_sink": {"cabinet": 3}, "filing_cabinet": {"machine": 0.5},
     "wall_television": {"picture": 1}, "office_chair": {}, "bookcase": {"shelves": 1},
-    "minivan": {"van": 1, "large vehicle": 3, "car": 1}, "delivery_van": {"large vehicle": 3, "box truck": 1, "truck": 1},
+    "minivan": {"van": 1, "large vehicle": 3, "car": 1},
+    "delivery_van": {"large vehicle": 3, "box truck": 1, "truck": 1},
     "pickup": {"truck": 2, "truck cab": 2, "van": 1}, "step_van": {"box truck": 2, "truck": 2},
     "motorhome": {"bus": 1, "van": 2}, "flatbed_truck": {"box truck": 3}, "truck_cab": {"car": 0.5},
     "articulated_bus": {"tram": 3}, "suv": {"van": 1, "large vehicle": 1}, "construction_barrel": {"barrier": 1},
@@ -208,7 +209,7 @@ RUNS: tuple[ErrorProfile, ...] = (
         depth_sigma=0.025, depth_sigma_per_10m=0.01, center_sigma=0.03, size_sigma=0.06, yaw_sigma_deg=8,
         confusion=0.16, attractors={"table": 3.0, "shelves": 3.0, "truck": 1.5}, attractor_jump=0.25,
         second_label=0.4, second_score=0.95, hallucinations=0.5, halluc_score=(0.25, 0.65), duplicates=0.03,
-        score_mean=0.75, ood_recall=0.9, ood_confusion=2.5, ood_hallucinations=2.0, ood_depth_bias=-0.05),
+        score_mean=0.75, ood_recall=0.9, ood_confusion=3.5, ood_hallucinations=3.0, ood_depth_bias=-0.06),
     ErrorProfile(
         name="detany_like",
         description="DetAny3D-like: confident hallucinations of classes absent from the image, favours chair "

@@ -140,7 +140,8 @@ def _background_colour(scene: S.Scene, part: np.ndarray, P: np.ndarray, normal_o
             col *= (0.97 + 0.04 * _hash(np.floor(x / 0.4), np.floor(z / 0.4)))[:, None]
             lw, white = 0.13, (0.88, 0.88, 0.86)
             dash = np.mod(z, 9.0) < 3.0
-            lines = [(k * r["lane_w"], True) for k in list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]]
+            inner = list(range(1, r["n_right"])) + [-k for k in range(1, r["n_left"])]
+            lines = [(k * r["lane_w"], True) for k in inner]
             lines += [(r["n_right"] * r["lane_w"], False), (-r["n_left"] * r["lane_w"], False)]
             if not r["av"]:
                 lines.append((0.0, True))

@@ -337,7 +337,8 @@ def armchair(k: Kit):
     sh = k.u(0.38, 0.44)
     k.box((-l / 2, 0.08, -w / 2), (l / 2, sh, w / 2), col)
     dark = tuple(np.asarray(col) * 0.8)
-    k.box((-l / 2, sh, -w / 2 + 0.14), (l / 2 - 0.02, sh + 0.08, w / 2 - 0.14), tuple(np.clip(np.asarray(col) * 1.08, 0, 1)))
+    k.box((-l / 2, sh, -w / 2 + 0.14), (l / 2 - 0.02, sh + 0.08, w / 2 - 0.14),
+          tuple(np.clip(np.asarray(col) * 1.08, 0, 1)))
     k.box((-l / 2, sh, -w / 2), (-l / 2 + 0.18, h, w / 2), dark)
     for s in (-1, 1):
         k.box((-l / 2, sh, s * w / 2 - (0.14 if s > 0 else 0)), (l / 2, sh + 0.22, s * w / 2 + (0.14 if s < 0 else 0)),
@@ -490,7 +491,8 @@ def filing_cabinet(k: Kit):
     n = max(2, int(round(h / 0.33)))
     for i in range(n):
         y = h * (i + 0.5) / n
-        k.box((l / 2, y + h / n / 2 - 0.01, -w / 2), (l / 2 + 0.004, y + h / n / 2, w / 2), tuple(np.asarray(col) * 0.5))
+        k.box((l / 2, y + h / n / 2 - 0.01, -w / 2), (l / 2 + 0.004, y + h / n / 2, w / 2),
+              tuple(np.asarray(col) * 0.5))
         k.box((l / 2, y - 0.015, -0.08), (l / 2 + 0.02, y + 0.015, 0.08), METAL_RGB, GLOSSY)
     return k.pick(("filing cabinet", "metal cabinet")), name, "metal"
 

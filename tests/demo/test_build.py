@@ -176,3 +176,10 @@ def test_cli_build(tmp_path, capsys):
                  "--no-progress"]) == 0
     assert read_manifest(out)["seed"] == 3 and "demo_outdoor_av" in capsys.readouterr().out
     assert main(["demo", "build", "--out", str(out), "--images", "0", "--no-progress"]) == 2
+
+
+def test_stale_staging_folders_are_cleaned(tmp_path):
+    stale = tmp_path / ".demo.building-999999"  # no such process
+    stale.mkdir()
+    build_demo(tmp_path / "demo", images=1, annotations_only=True)
+    assert not stale.exists() and (tmp_path / "demo" / "manifest.json").is_file()
