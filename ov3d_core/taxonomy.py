@@ -90,9 +90,10 @@ SUPER_CATEGORY_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Order matters where names share words: "sofa chair" is seating, "bed" must not catch "bedside table".
     ("barricades", ("barrier", "traffic cone", "cone", "bollard", "barricade", "construction barrel", "fence",
                     "sign", "delineator")),
-    ("person", ("pedestrian", "person", "cyclist", "rider", "people", "child", "adult", "wheelchair user")),
+    ("person", ("pedestrian", "person", "cyclist", "bicyclist", "motorcyclist", "rider", "people", "child", "adult",
+                "wheelchair user")),
     ("vehicle", ("car", "van", "truck", "bus", "tram", "trailer", "motorcycle", "bicycle", "vehicle", "cab",
-                 "train", "motorcyclist", "bicyclist", "stroller", "wheelchair", "moped", "scooter")),
+                 "train", "stroller", "wheelchair", "moped", "scooter")),
     ("electronics", ("television", "tv", "monitor", "laptop", "computer", "keyboard", "phone", "printer",
                      "projector", "speaker", "soundsystem", "electronics", "mouse", "remote", "camera", "screen")),
     ("appliance", ("refrigerator", "fridge", "oven", "stove", "microwave", "machine", "sink", "bathtub", "toilet",
