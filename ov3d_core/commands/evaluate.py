@@ -32,12 +32,53 @@ def _num(v):
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
-def _block(summary: dict, per_category) -> dict:
+def _block(summary: dict, per_category, subsets: dict | None = None) -> dict:
     out = {k: _num(summary.get(k)) for k in SUMMARY_KEYS}
     out["per_category"] = {
         r.category: {"AP3D": _num(r.AP3D), "n_gt": int(r.n_gt), "n_pred": int(r.n_pred)}
         for r in per_category.itertuples(index=False)}
+    if subsets:
+        out["subsets"] = {name: _num(v) for name, v in subsets.items()}
     return out
+
+
+def _subset_aps(ap, vocabulary, subsets: dict) -> dict:
+    """Omni3D's subset means: AP3D over a category list, NaN unless every category was evaluated and has GT."""
+    out = {}
+    for name, cats in subsets.items():
+        out[name] = ap.mean_ap(list(cats)) if set(cats) <= set(vocabulary) else float("nan")
+    return out
+
+
+def _dataset_subsets(name: str, spec) -> dict:
+    from ov3d_core.taxonomy import omni3d_preset_for
+
+    subsets = {}
+    preset = omni3d_preset_for(name) or omni3d_preset_for(spec.name)
+    if preset:
+        subsets["omni3d"] = preset
+    subsets.update(spec.subsets)
+    return subsets
+
+
+class _PairProgress:
+    """A tqdm bar on stderr for the geometry of one run (shown only while pairs are computed, not on cache hits)."""
+
+    def __init__(self, label: str):
+        self.label, self.bar = label, None
+
+    def __call__(self, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None and total:
+            self.bar = tqdm(total=total, desc=f"geometry {self.label}", unit="img", file=sys.stderr, leave=False)
+        if self.bar is not None:
+            self.bar.n = done
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _fmt(v) -> str:
@@ -60,6 +101,7 @@ def run(args) -> int:
     from ov3d_core.config import config_from_files, load_config
     from ov3d_core.errors import InputError
     from ov3d_core.eval.scoring import score_pooled
+    from ov3d_core.taxonomy import SUBSET_PRESETS
 
     if args.benchmark:
         config = load_config(args.benchmark)
@@ -88,9 +130,15 @@ def run(args) -> int:
     scores = []
     for spec in bar:
         ds = bench.dataset(spec.dataset)
+        progress = _PairProgress(f"{spec.name}/{ds.name}")
+        try:
+            bench.pairs(spec.name, spec.dataset, progress=progress)
+        finally:
+            progress.close()
         sc = bench.score(spec.name, spec.dataset, protocol=args.protocol, min_score=args.min_score)
         scores.append((ds, bench.run(spec.name, spec.dataset), sc))
-        block = _block(sc.summary, sc.per_category)
+        subsets = _subset_aps(sc.ap, sc.view.vocabulary, _dataset_subsets(ds.name, bench.dataset_spec(spec.dataset)))
+        block = _block(sc.summary, sc.per_category, subsets)
         result["runs"].setdefault(spec.name, {})[ds.name] = block
     # The documented shape: datasets -> NAME -> numbers (of the first/only run), pooled over datasets per run.
     first_run = runs[0].name if runs else None
@@ -100,7 +148,10 @@ def run(args) -> int:
     if first_run is not None:
         parts = [(ds, r, sc.pairs, sc.view) for ds, r, sc in scores if r.name == first_run]
         pooled = score_pooled(parts)
-        result["pooled"] = _block(pooled["summary"], pooled["per_category"])
+        vocab = tuple(pooled["per_category"]["category"])
+        pooled_subsets = _subset_aps(pooled["ap"], vocab, {k: SUBSET_PRESETS[k] for k in
+                                                         ("omni3d", "omni3d_in", "omni3d_out")})
+        result["pooled"] = _block(pooled["summary"], pooled["per_category"], pooled_subsets)
     for name, per_ds in result["runs"].items():
         for ds_name, block in per_ds.items():
             print(_table(f"{name} on {ds_name} ({args.protocol})", block))

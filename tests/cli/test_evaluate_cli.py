@@ -70,3 +70,28 @@ def test_evaluate_bad_input_exits_2_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "gt.json" in proc.stderr
+
+
+def test_evaluate_benchmark_subsets_and_pooled_presets(files):
+    gt, pred, tmp = files
+    cfg = tmp / "bench.yaml"
+    cfg.write_text(f"""
+datasets:
+  - name: mini
+    gt: {gt.name}
+    subsets: {{chairs: [chair], both: [chair, table], unknown: [chair, sofa]}}
+runs:
+  - name: r
+    dataset: mini
+    predictions: {pred.name}
+""")
+    out = tmp / "b.json"
+    assert main(["evaluate", "--benchmark", str(cfg), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    block = res["datasets"]["mini"]
+    chair = (51 + 50 * 2 / 3) / 101 * 100
+    assert block["subsets"]["chairs"] == pytest.approx(chair, abs=1e-9)
+    assert block["subsets"]["both"] == pytest.approx(chair / 2, abs=1e-9)
+    assert block["subsets"]["unknown"] is None  # sofa is not evaluated: NaN, as Omni3D's subsets
+    # pooled Omni3D / In / Out need all their categories evaluated: null here
+    assert res["pooled"]["subsets"] == {"omni3d": None, "omni3d_in": None, "omni3d_out": None}
