@@ -162,9 +162,6 @@ def main() -> None:
                 st.sidebar.caption(f"Demo benchmark · {cat['name']}")
     except InputError as exc:
         st.error(str(exc), icon=":material/error:")
-    except cache.CoreMissing as exc:
-        st.info(f"The demo needs {exc}, which is not built yet. Point the sidebar at a benchmark config meanwhile.",
-                icon=":material/construction:")
     _sidebar_lab_meeting()
     if presenting:
         _presentation_bar()

@@ -19,12 +19,12 @@ ctx = ui.need_context()
 
 
 def _templates():
-    tpl = cache.require("ov3d_core.remap.templates", "prompt templates (ov3d_core.remap.templates)")
+    import ov3d_core.remap.templates as tpl
     return tpl, tpl.load_templates()
 
 
 with ui.guard("The prompt lab"):
-    prompts = cache.require("ov3d_core.eval.prompts", "prompt-sensitivity statistics (ov3d_core.eval.prompts)")
+    import ov3d_core.eval.prompts as prompts
     tpl_mod, all_templates = _templates()
     spec = cache.encoder_spec()
     if spec == "proxy":

@@ -6,14 +6,11 @@
   edited config is re-read.
 
 Pages call these functions and render what they return; nothing here draws. Heavy modules (open3d, torch,
-transformers) are imported inside the functions that need them. A core module that is not built yet raises
-``CoreMissing``, which pages turn into an ``st.info``.
+transformers) are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import io
 import os
 import threading
@@ -33,23 +30,6 @@ DEMO_ENV = "OV3D_DEMO_DIR"
 ENCODER_ENV = "OV3D_ENCODER"
 
 LEADERBOARD_METRICS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F", "recall3D@15")
-
-
-class CoreMissing(RuntimeError):
-    """A core module (or function) a view needs is not built yet; the message says which and what will come."""
-
-
-def require(module: str, what: str, *attrs: str):
-    """Import ``module`` and check it has ``attrs``, or raise ``CoreMissing`` naming ``what``."""
-    try:
-        if importlib.util.find_spec(module) is None:
-            raise CoreMissing(what)
-    except ModuleNotFoundError:
-        raise CoreMissing(what) from None
-    mod = importlib.import_module(module)
-    if not all(hasattr(mod, a) for a in attrs):
-        raise CoreMissing(what)
-    return mod
 
 
 # ================================================================================================ data source
@@ -75,7 +55,7 @@ def ensure_demo_config(progress: Callable | None = None) -> str:
     with _demo_lock:
         if key in _demo_done:
             return _demo_done[key]
-        demo = require("ov3d_core.demo", "the demo generator (ov3d_core.demo.ensure_demo)", "ensure_demo")
+        import ov3d_core.demo as demo
         folder = Path(demo.ensure_demo(out, progress=progress))
         cfg = folder / "benchmark.yaml"
         if not cfg.is_file():
@@ -150,10 +130,7 @@ def dataset_info(cfg_key: str, dataset: str) -> dict:
 
 
 def _score(b, run: str, dataset: str, protocol: str, min_score: float, view=None):
-    fn = getattr(b, "score", None)
-    if fn is None:
-        raise CoreMissing("scoring (Benchmark.score, ov3d_core/eval/scoring.py)")
-    return fn(run, dataset, protocol=protocol, min_score=min_score, view=view)
+    return b.score(run, dataset, protocol=protocol, min_score=min_score, view=view)
 
 
 def _plain_score(rs, iou: float) -> dict:
@@ -281,7 +258,7 @@ def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
                 ) -> tuple[np.ndarray, np.ndarray | None, str] | None:
     """Camera-frame points (float32) and colours of an image from its point-cloud file, else from its depth map
     back-projected through K (coloured by the image); voxel-downsampled to ``budget``. None when neither exists."""
-    from ov3d_core.io.pointcloud import depth_to_points, load_point_cloud, voxel_downsample
+    from ov3d_core.io.pointcloud import depth_to_points, load_depth, load_point_cloud, voxel_downsample
 
     b = benchmark(cfg_key)
     p = b.asset_path(dataset, "points", image_id)
@@ -292,7 +269,7 @@ def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
         d = b.asset_path(dataset, "depth", image_id)
         if d is None:
             return None
-        depth = _read_depth(d)
+        depth = load_depth(d)
         meta = image_meta(cfg_key, dataset, image_id)
         img = None
         if meta["path"]:
@@ -306,23 +283,6 @@ def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
         src = f"depth map {Path(d).name}"
     pts, cols = voxel_downsample(pts, cols, budget=budget)
     return pts.astype(np.float32), (None if cols is None else cols.astype(np.float32)), src
-
-
-def _read_depth(path) -> np.ndarray:
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix == ".npz":
-        with np.load(p) as z:
-            key = "depth" if "depth" in z.files else z.files[0]
-            return np.asarray(z[key], np.float64)
-    if suffix == ".npy":
-        return np.asarray(np.load(p), np.float64)
-    if suffix in (".png", ".tif", ".tiff"):
-        from PIL import Image
-
-        arr = np.asarray(Image.open(p))
-        return arr.astype(np.float64) / (1000.0 if arr.dtype.kind in "ui" else 1.0)  # 16-bit PNG: millimetres
-    raise InputError(str(p), None, None, "a depth map (.npz, .npy, or 16-bit .png in millimetres)", suffix)
 
 
 # ================================================================================================ images
@@ -359,7 +319,7 @@ def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160
 # ================================================================================================ diagnostics
 def _label_view(b, dataset: str, run: str, protocol: str, min_score: float):
     """The label view ``Benchmark.score`` evaluates: the run's labels -> protocol filter -> score threshold."""
-    sc = require("ov3d_core.eval.scoring", "scoring (ov3d_core.eval.scoring)")
+    import ov3d_core.eval.scoring as sc
     ds, r = b.dataset(dataset), b.run(run, dataset)
     return sc.threshold_view(sc.apply_protocol(sc.default_view(ds, r), ds, r, protocol), min_score)
 
@@ -369,8 +329,8 @@ def confusion(cfg_key: str, dataset: str, run: str, protocol: str, min_score: fl
               iou: float = 0.5):
     """The confusion matrix (``eval.confusion.ConfusionMatrix``) of a run, fine or super-category level, plus the
     super-category summary numbers (dict) for ``level="super"``."""
-    conf = require("ov3d_core.eval.confusion", "confusion matrices (ov3d_core.eval.confusion)")
-    labels = require("ov3d_core.eval.labels", "label views (ov3d_core.eval.labels)")
+    import ov3d_core.eval.confusion as conf
+    import ov3d_core.eval.labels as labels
     b = benchmark(cfg_key)
     ds = b.dataset(dataset)
     view = _label_view(b, dataset, run, protocol, min_score)
@@ -386,7 +346,7 @@ def confusion(cfg_key: str, dataset: str, run: str, protocol: str, min_score: fl
 @st.cache_data(show_spinner=False, max_entries=64)
 def protocol_comparison(cfg_key: str, dataset: str, run: str, min_score: float) -> dict:
     """Dataset-level vs target-aware on one run: per-class table, summary, removed predictions."""
-    protocols = require("ov3d_core.eval.protocols", "the protocol comparison (ov3d_core.eval.protocols)")
+    import ov3d_core.eval.protocols as protocols
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     view = _label_view(b, dataset, run, "dataset-level", min_score)
@@ -399,7 +359,7 @@ def protocol_comparison(cfg_key: str, dataset: str, run: str, min_score: float) 
 def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, k: int, n: int,
                       seed: int = 0) -> dict:
     """Class-split sensitivity of one run: summary dict and the subset means."""
-    splits = require("ov3d_core.eval.splits", "class-split sensitivity (ov3d_core.eval.splits)")
+    import ov3d_core.eval.splits as splits
     pc = score(cfg_key, dataset, run, protocol, min_score)["per_category"]
     s = splits.class_split_sensitivity(pd.Series(pc["AP3D"].to_numpy(np.float64), index=pc["category"]),
                                        subset_size=int(k), n_subsets=int(n), seed=seed)
@@ -409,7 +369,7 @@ def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_s
 @st.cache_data(show_spinner=False, max_entries=32)
 def transfer(cfg_key: str, protocol: str, min_score: float) -> dict:
     """Domain-transfer tables over every (run, dataset) of the benchmark."""
-    tr = require("ov3d_core.eval.transfer", "domain transfer (ov3d_core.eval.transfer)")
+    import ov3d_core.eval.transfer as tr
     b = benchmark(cfg_key)
     board = leaderboard(cfg_key, protocol, min_score)
     results = pd.DataFrame({"run": board["run"], "dataset": board["dataset"], "map3d": board["AP3D"],
@@ -434,16 +394,16 @@ def encoder_spec() -> str:
 @st.cache_resource(show_spinner=False, max_entries=2)
 def encoder(spec: str):
     """The remapping encoder (shared; loads torch/transformers on first use)."""
-    encoders = require("ov3d_core.remap.encoders", "remapping encoders (ov3d_core.remap)", "make_encoder")
+    import ov3d_core.remap.encoders as encoders
     return encoders.make_encoder(spec)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def remapper(cfg_key: str, dataset: str, run: str, spec: str):
     """A ``LiveRemapper`` over the run's cached crop embeddings (computed on first use, then on disk)."""
-    pipeline = require("ov3d_core.remap.pipeline", "the remapping pipeline (ov3d_core.remap)")
-    cache = require("ov3d_core.remap.cache", "the embedding store (ov3d_core.remap)")
-    templates = require("ov3d_core.remap.templates", "prompt templates (ov3d_core.remap)")
+    import ov3d_core.remap.pipeline as pipeline
+    import ov3d_core.remap.cache as cache
+    import ov3d_core.remap.templates as templates
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     enc = encoder(spec)
@@ -482,7 +442,7 @@ def template_score(cfg_key: str, dataset: str, run: str, spec: str, template: st
 def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, mode: str = "3dmood"
                     ) -> dict:
     """Centre-distance AP and TP errors (3D-MOOD / WildDet3D ODS, or the nuScenes-style variant) of a run."""
-    dist = require("ov3d_core.eval.distance", "centre-distance metrics (ov3d_core.eval.distance)")
+    import ov3d_core.eval.distance as dist
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     view = _label_view(b, dataset, run, protocol, min_score)
@@ -498,7 +458,7 @@ def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_sco
 def tide(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, fg: float = 0.25, bg: float = 0.1
          ) -> dict:
     """3D TIDE error bins of a run (``eval.errors.tide_3d_view``): bin table, base mAP, binned detections, missed GT."""
-    errors = require("ov3d_core.eval.errors", "3D TIDE error bins (ov3d_core.eval.errors)", "tide_3d_view")
+    import ov3d_core.eval.errors as errors
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     res = errors.tide_3d_view(ds.gt, r.pred, b.pairs(run, dataset), _label_view(b, dataset, run, protocol, min_score),
@@ -510,7 +470,7 @@ def tide(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, 
 @st.cache_data(show_spinner=False, max_entries=64)
 def mono_oracles(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float) -> dict:
     """Monocular oracles of a run (GT depth / size / rotation substituted; ``eval.errors.monocular_oracles_view``)."""
-    errors = require("ov3d_core.eval.errors", "monocular oracles (ov3d_core.eval.errors)", "monocular_oracles_view")
+    import ov3d_core.eval.errors as errors
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     res = errors.monocular_oracles_view(ds.gt, r.pred, b.pairs(run, dataset),

@@ -16,7 +16,6 @@ from typing import Any, Callable
 import streamlit as st
 
 from ov3d_app import state as S
-from ov3d_app.cache import CoreMissing
 from ov3d_core.errors import InputError
 
 _W = "w:"
@@ -158,14 +157,11 @@ def need_context() -> Context:
 # ================================================================================================ errors
 @contextlib.contextmanager
 def guard(what: str = ""):
-    """Show user-input errors as ``st.error`` and missing core modules as ``st.info``; the page goes on."""
+    """Show user-input errors as ``st.error`` (file, record, field); the rest of the page goes on."""
     try:
         yield
     except InputError as exc:
-        st.error(str(exc), icon=":material/error:")
-    except CoreMissing as exc:
-        st.info(f"{what or 'This view'} needs {exc}, which is not built yet. It will appear here once it lands.",
-                icon=":material/construction:")
+        st.error(f"{what}: {exc}" if what else str(exc), icon=":material/error:")
 
 
 def page_header(title: str, intro: str) -> None:

@@ -5,6 +5,8 @@ open3d is imported inside the functions that need it, so importing this module s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ov3d_core.errors import InputError
@@ -102,3 +104,33 @@ def voxel_downsample(points, colors=None, budget: int = 200_000) -> tuple[np.nda
     # Unreachable in practice (a voxel larger than the extent leaves one point); keep a deterministic fallback.
     idx = np.linspace(0, len(pts) - 1, budget).astype(np.int64)
     return pts[idx], None if cols is None else cols[idx]
+
+
+def load_depth(path) -> np.ndarray:
+    """A depth map in metres ``(H, W)`` float64: ``.npz`` (key ``depth`` or the first array), ``.npy``, or a 16-bit
+    ``.png``/``.tif`` in millimetres (the demo's format; integer images are divided by 1000)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(str(p), None, None, "an existing depth map file", "no such file")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(p) as z:
+                key = "depth" if "depth" in z.files else z.files[0]
+                arr = np.asarray(z[key], np.float64)
+        elif suffix == ".npy":
+            arr = np.asarray(np.load(p), np.float64)
+        elif suffix in (".png", ".tif", ".tiff"):
+            from PIL import Image
+
+            raw = np.asarray(Image.open(p))
+            arr = raw.astype(np.float64) / (1000.0 if raw.dtype.kind in "ui" else 1.0)
+        else:
+            raise InputError(str(p), None, None, "a depth map (.npz, .npy, or 16-bit .png in millimetres)", suffix)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any reader failure is bad input
+        raise InputError(str(p), None, None, f"a readable depth map ({type(exc).__name__}: {exc})") from None
+    if arr.ndim != 2:
+        raise InputError(str(p), None, "depth", "a 2-D array (H, W)", arr.shape)
+    return arr

@@ -99,3 +99,27 @@ def test_voxel_downsample_errors():
         voxel_downsample(np.zeros((3, 2)), None, budget=10)
     with pytest.raises(InputError, match="`colors`"):
         voxel_downsample(np.zeros((3, 3)), np.zeros((2, 3)), budget=10)
+
+
+def test_load_depth_formats_and_errors(tmp_path):
+    import numpy as np
+    import pytest
+    from PIL import Image
+
+    from ov3d_core.errors import InputError
+    from ov3d_core.io import load_depth
+
+    mm = np.array([[1000, 2500], [0, 65535]], np.uint16)
+    Image.fromarray(mm).save(tmp_path / "d.png")
+    assert np.allclose(load_depth(tmp_path / "d.png"), mm / 1000.0)
+    np.savez_compressed(tmp_path / "d.npz", depth=np.full((2, 3), 4.5, np.float16))
+    assert load_depth(tmp_path / "d.npz").shape == (2, 3)
+    np.save(tmp_path / "d.npy", np.ones(5))
+    with pytest.raises(InputError, match="d.npy.*2-D"):
+        load_depth(tmp_path / "d.npy")
+    (tmp_path / "d.txt").write_text("1 2")
+    with pytest.raises(InputError, match="d.txt"):
+        load_depth(tmp_path / "d.txt")
+    (tmp_path / "bad.png").write_bytes(b"not a png")
+    with pytest.raises(InputError, match="bad.png.*readable"):
+        load_depth(tmp_path / "bad.png")
