@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("playwright.sync_api")
 CHROMIUM = os.environ.get("OV3D_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
+assert CHROMIUM is not None, "the browser tests need Debian's chromium (apt-get install chromium)"
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

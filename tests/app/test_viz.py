@@ -217,7 +217,6 @@ def test_figure_html_export_needs_no_browser():
         export.figure_bytes(fig, "eps")
 
 
-@pytest.mark.skipif(export.ensure_browser() is None, reason="PNG/SVG export needs Chrome/Chromium (kaleido)")
 def test_figure_png_and_svg_export_with_kaleido():
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
     png = export.figure_bytes(fig, "png", width=300, height=200, scale=1)

@@ -12,7 +12,6 @@ import io
 import numpy as np
 import pytest
 
-pytest.importorskip("pycocotools")
 from pycocotools import mask as mask_utils  # noqa: E402
 from pycocotools.coco import COCO  # noqa: E402
 from pycocotools.cocoeval import COCOeval  # noqa: E402

@@ -49,7 +49,6 @@ def fake_encoder():
 
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory):
-    pytest.importorskip("transformers")
     from tests.remap.tiny_models import make_clip, make_siglip, make_siglip2
 
     root = tmp_path_factory.mktemp("tiny_models")

