@@ -26,13 +26,15 @@ import shutil
 import time
 from collections.abc import Callable
 from functools import partial
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
 from ov3d_core.demo import detectors as D
+from ov3d_core.demo import jsonfast as J
 from ov3d_core.demo.annotate import annotate
-from ov3d_core.demo.crops import describe
+from ov3d_core.demo.crops import crop_boxes, describe
 from ov3d_core.demo.scenes import DATASETS, DatasetSpec, make_scene, scene_rng
 from ov3d_core.demo.shapes import build_shape
 from ov3d_core.taxonomy import super_category
@@ -74,8 +76,10 @@ def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
 
 
 def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
-                  dims_table: dict) -> dict:
-    """Everything for one image: image record, annotations, and per-run predictions with crop descriptors."""
+                  dims_table: dict, json_records: bool = False) -> dict:
+    """Everything for one image: image record, annotations, and per-run predictions with crop descriptors
+    (``json_records``: the prediction records as their JSON texts, :func:`ov3d_core.demo.detectors.prediction_json`,
+    instead of dicts)."""
     scene = make_scene(spec, index, seed, mesh=render_images)
     image_id = scene.image_id
     rend = None
@@ -92,18 +96,24 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
     image = {"id": int(image_id), "dataset_id": spec.dataset_id, "width": spec.width, "height": spec.height,
              "file_path": f"images/{image_id}.jpg", "K": np.round(spec.K, 6).tolist(), "src_90_rotate": 0,
              "src_flagged": False}
+    table = D.GTTable(scene, gts)
+    K = spec.K
+    all_preds = [D.simulate(run, scene, gts, scene_rng(seed, spec, index, purpose=10 + k), dims_table, table)
+                 for k, run in enumerate(D.RUNS)]
+    # one projection for the crops of all runs (the projection of a box does not depend on the batch)
+    boxes = crop_boxes([p for preds in all_preds for p in preds], K, spec.width, spec.height)
     runs = {}
-    for k, run in enumerate(D.RUNS):
-        rng = scene_rng(seed, spec, index, purpose=10 + k)
-        preds = D.simulate(run, scene, gts, rng, dims_table)
+    start = 0
+    for run, preds in zip(D.RUNS, all_preds):
         if run.format == "cubercnn-pth":
             ids = [run.closed_vocabulary.index(p.category) for p in preds]
             names = [None] * len(preds)
         else:
             ids = [spec.category_id(p.category) for p in preds]
             names = [p.category for p in preds]
-        recs = D.prediction_records(preds, image_id, spec.K, ids, names)
-        runs[run.name] = (recs, describe(scene, preds, gts, rend))
+        recs = (D.prediction_json if json_records else D.prediction_records)(preds, image_id, K, ids, names)
+        runs[run.name] = (recs, describe(scene, preds, gts, rend, boxes[start:start + len(preds)]))
+        start += len(preds)
     return {"image": image, "annotations": anns, "runs": runs, "kind": scene.kind}
 
 
@@ -160,18 +170,20 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
 
 
 def _serialized(spec: DatasetSpec, res: dict) -> dict:
-    """One image's results as JSON fragments (so workers, not the parent, pay for serialisation)."""
+    """One image's results (``process_image(..., json_records=True)``) as JSON fragments (so workers, not the parent,
+    pay for serialisation): the text ``_dumps`` writes, built by ``ov3d_core.demo.jsonfast``."""
     runs = {}
+    image = res["image"]
     for run in D.RUNS:
         recs, crops = res["runs"][run.name]
-        if run.format == "cubercnn-pth":
-            body = {"image_id": res["image"]["id"], "K": res["image"]["K"], "width": spec.width,
-                    "height": spec.height, "instances": recs}
+        if run.format == "cubercnn-pth":  # _dumps({"image_id", "K", "width", "height", "instances"}), keys sorted
+            body = (f'{{"K":{J.nums(image["K"])},"height":{int(spec.height)},"image_id":{int(image["id"])},'
+                    f'"instances":[{",".join(recs)}],"width":{int(spec.width)}}}')
         else:
-            body = ",".join(_dumps(r) for r in recs)
-        # crop records get their running "record" index in the parent; it sorts after every other key
-        runs[run.name] = (body, len(recs), [_dumps(c) for c in crops])
-    return {"image": _dumps(res["image"]), "anns": ",".join(_dumps(a) for a in res["annotations"]),
+            body = ",".join(recs)
+        # crop records get their running "record" index (the last key in sorted order) in the parent
+        runs[run.name] = (body, len(recs), ",".join(J.crop_json(c) for c in crops))
+    return {"image": _dumps(image), "anns": ",".join(J.annotation_json(a) for a in res["annotations"]),
             "n_anns": len(res["annotations"]), "runs": runs}
 
 
@@ -179,7 +191,7 @@ def _process_chunk(seed: int, render_images: bool, stage, dims_table, task) -> l
     spec_index, indices = task
     spec = DATASETS[spec_index]
     return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
-                                            dims_table=dims_table)) for i in indices]
+                                            dims_table=dims_table, json_records=True)) for i in indices]
 
 
 class _DatasetWriter:
@@ -194,7 +206,7 @@ class _DatasetWriter:
                         if r.format != "cubercnn-pth"}
         self.crops = {r.name: open(stage / "runs" / f"{r.name}__{spec.name}.crops.json", "w", encoding="utf-8")
                       for r in D.RUNS}
-        self.pth: dict[str, list] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
+        self.pth: dict[str, list[str]] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
         self.n_pred = {r.name: 0 for r in D.RUNS}
         self.images: list[str] = []
         self.n_anns = 0
@@ -216,9 +228,10 @@ class _DatasetWriter:
                 self.pth[name].append(body)
             elif n:
                 self.writers[name].write(("," if start else "") + body)
-            cw = self.crops[name]
-            for k, c in enumerate(crops):  # add the running record index (the last key in sorted order)
-                cw.write(("," if start + k else "") + c[:-1] + f',"record":{start + k}}}')
+            if n:  # fill in the running record indices
+                parts = crops.split(J.RECORD)
+                filled = "".join(chain.from_iterable(zip(parts, map(str, range(start, start + n))))) + parts[-1]
+                self.crops[name].write(("," if start else "") + filled)
             self.n_pred[name] = start + n
 
     def close(self, hashes: dict, counts: dict) -> None:
@@ -228,12 +241,12 @@ class _DatasetWriter:
         for w in self._all():
             w.write("]")
         self.abort()
-        for name, recs in self.pth.items():
+        for name, bodies in self.pth.items():
             import torch
 
             # canonical objects (one string per key, no shared floats), so the pickle bytes do not depend on
             # whether the records were built here or came back from a worker process
-            torch.save(json.loads(_dumps(recs)), self.files[name])
+            torch.save(json.loads("[" + ",".join(bodies) + "]"), self.files[name])
         spec = self.spec
         hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
         counts["images"][spec.name] = len(self.images)

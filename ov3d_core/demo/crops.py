@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ov3d_core.demo.annotate import GTObject
+from ov3d_core.demo.annotate import GTObject, projected_box2d_fast
 from ov3d_core.demo.detectors import Pred
 from ov3d_core.demo.scenes import Scene
 from ov3d_core.demo.shapes import article
-from ov3d_core.geometry.boxes import projected_box2d
 
 MAX_SAMPLES = 2500  # pixels sampled per crop
 
@@ -27,7 +26,7 @@ def crop_boxes(preds: list[Pred], K, width: int, height: int) -> np.ndarray:
     """(n, 4) XYXY crops: the projected predicted boxes clipped to the image (the 2D box if the projection misses)."""
     if not preds:
         return np.zeros((0, 4))
-    _, trunc = projected_box2d(np.array([p.corners for p in preds]), K, width, height)
+    _, trunc = projected_box2d_fast(np.array([p.corners for p in preds]), K, width, height)
     fallback = np.array([p.box2d for p in preds], float)
     return np.where((trunc[:, 0] >= 0)[:, None], trunc, fallback)
 
@@ -63,12 +62,15 @@ def _caption(overlaps, bg_caption, clutter_caption, env) -> str:
     return bg_caption
 
 
-def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) -> list[dict]:
-    """Crop descriptors aligned with ``preds`` (the caller adds the record index)."""
+def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None, boxes: np.ndarray | None = None
+             ) -> list[dict]:
+    """Crop descriptors aligned with ``preds`` (the caller adds the record index). ``boxes``: their
+    :func:`crop_boxes` when already computed (one projection for all runs of an image)."""
     spec = scene.spec
     K, W, H = scene.K, spec.width, spec.height
     env = spec.environment
-    boxes = crop_boxes(preds, K, W, H)
+    if boxes is None:
+        boxes = crop_boxes(preds, K, W, H)
     default_bg = "a patch of floor" if env == "indoor" else "an empty stretch of road"
     fractions = None
     if render is None and len(gts) and len(preds):  # box overlaps (no masks): fraction of the crop, x visibility
@@ -78,11 +80,11 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) 
         iw = np.clip(np.minimum(b[..., 2], T[None, :, 2]) - np.maximum(b[..., 0], T[None, :, 0]), 0, None)
         ih = np.clip(np.minimum(b[..., 3], T[None, :, 3]) - np.maximum(b[..., 1], T[None, :, 1]), 0, None)
         area = np.maximum((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]), 1e-6)
-        fractions = np.minimum(1.0, iw * ih / area[:, None]) * vis[None, :]
+        fractions = (np.minimum(1.0, iw * ih / area[:, None]) * vis[None, :]).tolist()
     by_obj = {g.obj_index: g for g in gts}
+    image_id = int(scene.image_id)
     out = []
-    for k, p in enumerate(preds):
-        x0, y0, x1, y1 = boxes[k]
+    for k, (x0, y0, x1, y1) in enumerate(boxes.tolist()):
         overlaps: list[tuple[float, GTObject]] = []
         bg_caption, clutter_caption = default_bg, None
         if render is not None:
@@ -106,17 +108,20 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None) 
             elif (inst < 0).any():
                 bg_caption = "a patch of sky"
         elif fractions is not None:
-            nz = np.flatnonzero(fractions[k] > 0)
-            overlaps = [(float(fractions[k, j]), gts[j]) for j in nz]
-        overlaps.sort(key=lambda fg: (-fg[0], fg[1].ann_id))
+            overlaps = [(f, g) for f, g in zip(fractions[k], gts) if f > 0]
+        overlaps.sort(key=_overlap_order)
         out.append({
-            "image_id": int(scene.image_id),
-            "crop_box": [round(float(v), 2) for v in boxes[k]],
-            "overlaps": [{"ann_id": int(g.ann_id), "category": g.category, "fraction": round(float(f), 4)}
+            "image_id": image_id,
+            "crop_box": [round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2)],
+            "overlaps": [{"ann_id": int(g.ann_id), "category": g.category, "fraction": round(f, 4)}
                          for f, g in overlaps if f >= 0.01][:5],
             "caption": _caption(overlaps, bg_caption, clutter_caption, env),
         })
     return out
+
+
+def _overlap_order(fg: tuple[float, GTObject]):
+    return -fg[0], fg[1].ann_id
 
 
 __all__ = ["describe", "crop_boxes"]

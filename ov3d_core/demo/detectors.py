@@ -38,14 +38,16 @@ deletes, so AP of van / truck / desk / sofa rises under the oracle while car AP 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 
-from ov3d_core.demo.annotate import GTObject
-from ov3d_core.demo.scenes import DatasetSpec, Scene
-from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
+from ov3d_core.demo.annotate import GTObject, projected_box2d_fast
+from ov3d_core.demo.scenes import DatasetSpec, Scene, _uniform
+from ov3d_core.geometry.boxes import corners_from_pose
 
 # ------------------------------------------------------------------------------------------------ vocabularies
 #: The closed vocabulary of ``cubercnn_star`` in Cube R-CNN's contiguous order (sorted by Omni3D id).
@@ -284,10 +286,41 @@ def _neighbours_cached(category: str, kind: str, style: str, vocab: tuple[str, .
     return tuple((k, v) for k, v in table.items() if k in vocab and k != category and v > 0)
 
 
+def _np_sum(w: list[float]) -> float:
+    """``np.array(w).sum()`` bit for bit for short lists: numpy's pairwise summation (8 partial sums from 8 values on,
+    a plain loop below; exact up to its 128-value block size)."""
+    n = len(w)
+    if n < 8:
+        res = 0.0
+        for v in w:
+            res += v
+        return res
+    if n > 128:
+        return float(np.array(w, float).sum())
+    r = w[:8]
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] += w[i + j]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for v in w[i:]:
+        res += v
+    return res
+
+
 def _choose(rng, weights: dict) -> str:
+    """A name drawn with probability proportional to its weight (one ``random()`` draw against the normalised
+    cumulative weights of the sorted names, as ``np.searchsorted(np.cumsum(w) / w.sum(), u, "right")``)."""
     names = sorted(weights)
-    w = np.array([weights[n] for n in names], float)
-    return names[int(np.searchsorted(np.cumsum(w) / w.sum(), rng.random(), side="right").clip(0, len(names) - 1))]
+    w = [float(weights[n]) for n in names]
+    total = _np_sum(w)
+    u = rng.random()
+    if not total > 0:  # degenerate weights: numpy's nan arithmetic
+        cdf = np.cumsum(np.array(w)) / np.array(w).sum()
+        return names[int(np.searchsorted(cdf, u, side="right").clip(0, len(names) - 1))]
+    cdf = [c / total for c in accumulate(w)]
+    return names[min(bisect_right(cdf, u), len(names) - 1)]
 
 
 def _choose_wrong(rng, profile: ErrorProfile, label: str, kind_table: dict, vocab) -> str | None:
@@ -314,7 +347,7 @@ def _yaw_matrix(a: float) -> np.ndarray:
 def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, W, H, box2d, scale_noise=1.0):
     """A noisy copy of a box: depth scaled along the viewing ray (log-normal, growing with distance), lateral
     centre, size and yaw noise, and a jittered 2D box. (Scalar Python arithmetic: this runs ~10^6 times in an
-    Omni3D-scale annotations-only build.)"""
+    Omni3D-scale annotations-only build.) Returns plain lists (centre, dims, rotation rows, XYXY box)."""
     cx, cy, cz = center.tolist() if isinstance(center, np.ndarray) else center
     nrm = rng.normal(0.0, 1.0, 11).tolist()
     sigma = (profile.depth_sigma + profile.depth_sigma_per_10m * max(cz, 0.0) / 10.0) * scale_noise
@@ -322,18 +355,18 @@ def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, W, H, box2d
     s = math.exp(bias + sigma * nrm[0])
     w, h, l = dims.tolist() if isinstance(dims, np.ndarray) else dims
     lat = profile.center_sigma * (w + h + l) / 3.0 * scale_noise
-    c = np.array([cx * s + nrm[1] * lat, cy * s + nrm[2] * lat, cz * s])
+    c = [cx * s + nrm[1] * lat, cy * s + nrm[2] * lat, cz * s]
     k = profile.size_sigma * scale_noise
     s3 = s ** 0.3
-    d = np.array([w * math.exp(nrm[3] * k) * s3, h * math.exp(nrm[4] * k) * s3, l * math.exp(nrm[5] * k) * s3])
+    d = [w * math.exp(nrm[3] * k) * s3, h * math.exp(nrm[4] * k) * s3, l * math.exp(nrm[5] * k) * s3]
     yaw = math.radians(profile.yaw_sigma_deg * scale_noise * nrm[6])
     if rng.random() < profile.yaw_flip:
         yaw += math.pi
     cs, sn = math.cos(yaw), math.sin(yaw)
     (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = R.tolist() if isinstance(R, np.ndarray) else R
-    Rp = np.array([[a0 * cs - a2 * sn, a1, a0 * sn + a2 * cs],  # R @ rotation_y(yaw)
-                   [b0 * cs - b2 * sn, b1, b0 * sn + b2 * cs],
-                   [c0 * cs - c2 * sn, c1, c0 * sn + c2 * cs]])
+    Rp = [[a0 * cs - a2 * sn, a1, a0 * sn + a2 * cs],  # R @ rotation_y(yaw)
+          [b0 * cs - b2 * sn, b1, b0 * sn + b2 * cs],
+          [c0 * cs - c2 * sn, c1, c0 * sn + c2 * cs]]
     x0, y0, x1, y1 = box2d.tolist() if isinstance(box2d, np.ndarray) else box2d
     bw, bh = x1 - x0, y1 - y0
     e = profile.box2d_sigma * scale_noise
@@ -341,19 +374,32 @@ def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, W, H, box2d
     ny0 = min(max(y0 + nrm[8] * e * bh, 0.0), H - 1.0)
     nx1 = min(max(x1 + nrm[9] * e * bw, 0.0), W - 1.0)
     ny1 = min(max(y1 + nrm[10] * e * bh, 0.0), H - 1.0)
-    b = np.array([nx0, ny0, nx1, ny1]) if (nx1 - nx0 >= 1 and ny1 - ny0 >= 1) else np.array(box2d, float)
+    b = [nx0, ny0, nx1, ny1] if (nx1 - nx0 >= 1 and ny1 - ny0 >= 1) else [float(x0), float(y0), float(x1), float(y1)]
     return c, d, Rp, b
+
+
+@lru_cache(maxsize=16)
+def _inv_K_cached(focal: float, width: int, height: int) -> np.ndarray:
+    Kinv = np.linalg.inv(np.array([[focal, 0.0, width / 2], [0.0, focal, height / 2], [0.0, 0.0, 1.0]]))
+    Kinv.flags.writeable = False
+    return Kinv
+
+
+def _inv_K(spec: DatasetSpec) -> np.ndarray:
+    """``np.linalg.inv(spec.K)``, computed once per camera."""
+    return _inv_K_cached(float(spec.focal), spec.width, spec.height)
 
 
 def _ground_box(rng, scene: Scene, shape_dims, yaw_layout: float):
     """Centre and rotation of a box of ``shape_dims`` standing on the floor/road under a random image pixel."""
     spec = scene.spec
-    K, W, H = scene.K, spec.width, spec.height
-    Kinv = np.linalg.inv(K)
+    W, H = spec.width, spec.height
+    Kinv = _inv_K(spec)
+    R_wc = scene.R_cw.T
     for _ in range(8):
-        u, v = rng.uniform(0.05 * W, 0.95 * W), rng.uniform(0.45 * H, 0.98 * H)
+        u, v = _uniform(rng, 0.05 * W, 0.95 * W), _uniform(rng, 0.45 * H, 0.98 * H)
         d_cam = Kinv @ np.array([u, v, 1.0])
-        d_world = scene.R_cw.T @ d_cam
+        d_world = R_wc @ d_cam
         if d_world[1] <= 1e-3:
             continue
         p_cam = d_cam * (scene.cam_h / d_world[1])
@@ -364,9 +410,34 @@ def _ground_box(rng, scene: Scene, shape_dims, yaw_layout: float):
     return None
 
 
+class GTTable:
+    """What every simulated run reads from an image's ground truth, gathered once per image (five runs share it)."""
+
+    def __init__(self, scene: Scene, gts: list[GTObject]):
+        self.n = len(gts)
+        self.categories = [g.category for g in gts]
+        self.kinds = [scene.objects[g.obj_index].kind for g in gts]
+        self.ann_ids = [g.ann_id for g in gts]
+        self.behind = [g.behind for g in gts]
+        if self.n:
+            vis = np.array([max(g.visibility, 0.0) if g.visibility >= 0 else 1.0 for g in gts])
+            tight = np.array([g.tight for g in gts])
+            trunc_box = np.array([g.trunc for g in gts])
+            self.vis = vis
+            self.h2d = np.where(tight[:, 0] >= 0, tight[:, 3] - tight[:, 1],
+                                (trunc_box[:, 3] - trunc_box[:, 1]) * np.sqrt(vis))
+            self.trn = np.array([g.truncation for g in gts])
+            self.vis_l = vis.tolist()
+            self.center_l = np.array([g.center for g in gts]).tolist()
+            self.dims_l = np.array([g.dims for g in gts]).tolist()
+            self.R_l = np.array([g.R for g in gts]).tolist()
+            self.trunc_l = trunc_box.tolist()
+
+
 def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.random.Generator,
-             typical_dims: dict) -> list[Pred]:
-    """Predictions of ``profile`` on one image, sorted by descending score (at most ``max_dets``)."""
+             typical_dims: dict, table: GTTable | None = None) -> list[Pred]:
+    """Predictions of ``profile`` on one image, sorted by descending score (at most ``max_dets``). ``table``: the
+    image's :class:`GTTable` (built here when not given)."""
     spec = scene.spec
     W, H = spec.width, spec.height
     ood = spec.name not in profile.trained_on
@@ -378,55 +449,59 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
     preds: list[Pred] = []
     n = len(gts)
     if n:
+        if table is None:
+            table = GTTable(scene, gts)
         # detection probabilities of all GT objects at once; one random block per image
-        labels = [CLOSED_LABEL.get(g.category) if closed else g.category for g in gts]
-        vis = np.array([max(g.visibility, 0.0) if g.visibility >= 0 else 1.0 for g in gts])
-        tight = np.array([g.tight for g in gts])
-        trunc_box = np.array([g.trunc for g in gts])
-        h2d = np.where(tight[:, 0] >= 0, tight[:, 3] - tight[:, 1], (trunc_box[:, 3] - trunc_box[:, 1]) * np.sqrt(vis))
+        cats = table.categories
+        labels = [CLOSED_LABEL.get(c) for c in cats] if closed else cats
+        vis, h2d = table.vis, table.h2d
         size_term = h2d / (h2d + profile.min_height_px)
-        trn = np.array([g.truncation for g in gts])
-        p = recall * vis ** profile.occlusion_power * size_term * (1.0 - profile.truncation_penalty * trn)
+        p = recall * vis ** profile.occlusion_power * size_term * (1.0 - profile.truncation_penalty * table.trn)
         if closed:
-            novel = np.array([lb is not None and lb != g.category for lb, g in zip(labels, gts)])
+            novel = np.array([lb is not None and lb != c for lb, c in zip(labels, cats)])
             p = np.where(novel, p * profile.closed_novel_recall, p)
             p = np.where([lb is not None and lb in vocab for lb in labels], p, 0.0)
-        p = np.where([g.behind for g in gts], 0.0, p)
+        p = np.where(table.behind, 0.0, p)
         draws = rng.random((n, 4))
         hits = np.flatnonzero(draws[:, 0] < p).tolist()
         draws = draws.tolist()
-        vis_l, size_l = vis.tolist(), size_term.tolist()
+        vis_l, size_l = table.vis_l, size_term.tolist()
+        kinds, ann_ids = table.kinds, table.ann_ids
+        center_l, dims_l, R_l, trunc_l = table.center_l, table.dims_l, table.R_l, table.trunc_l
     else:
         hits = []
+    score_mean, duplicates = profile.score_mean, profile.duplicates
     for j in hits:
-        g = gts[j]
-        kind = scene.objects[g.obj_index].kind
+        kind = kinds[j]
         label = labels[j]
+        dj = draws[j]
         quality = 0.55 + 0.45 * vis_l[j] * min(1.0, size_l[j] / 0.8)
-        raw = min(max(profile.score_mean * quality + 0.08 * float(rng.normal()), 0.02), 0.98)
+        # rng.standard_normal() == rng.normal() (loc 0, scale 1), a cheaper call
+        raw = min(max(score_mean * quality + 0.08 * rng.standard_normal(), 0.02), 0.98)
         origin = "object"
-        if draws[j][1] < conf_p:
+        if dj[1] < conf_p:
             wrong = _choose_wrong(rng, profile, label, _neighbours(label, kind, spec, vocab), vocab)
             if wrong is not None:
                 label = wrong
-                raw *= rng.uniform(0.6, 0.95)
-        c, d, Rp, b = _perturb(rng, profile, ood, g.center, g.dims, g.R, W, H, g.trunc)
+                raw *= _uniform(rng, 0.6, 0.95)
+        c, d, Rp, b = _perturb(rng, profile, ood, center_l[j], dims_l[j], R_l[j], W, H, trunc_l[j])
         if c[2] <= 0.3:
             continue
-        preds.append(Pred(label, _calibrate(profile, raw), c, d, Rp, b, origin, g.ann_id))
-        if draws[j][2] < second_p:
-            base = label if closed else g.category
+        ann_id = ann_ids[j]
+        preds.append(Pred(label, _calibrate(profile, raw), c, d, Rp, b, origin, ann_id))
+        if dj[2] < second_p:
+            base = label if closed else cats[j]
             alt_table = {k: v for k, v in _neighbours(base, kind, spec, vocab).items() if k != label}
             alt = _choose_wrong(rng, profile, label, alt_table, vocab)
             if alt is not None and alt != label:
                 c2, d2, R2, b2 = _perturb(rng, profile, ood, c, d, Rp, W, H, b, scale_noise=0.25)
-                raw2 = raw * profile.second_score * rng.uniform(0.55, 1.0)
-                preds.append(Pred(alt, _calibrate(profile, raw2), c2, d2, R2, b2, "second", g.ann_id))
-        if draws[j][3] < profile.duplicates:
+                raw2 = raw * profile.second_score * _uniform(rng, 0.55, 1.0)
+                preds.append(Pred(alt, _calibrate(profile, raw2), c2, d2, R2, b2, "second", ann_id))
+        if dj[3] < duplicates:
             c2, d2, R2, b2 = _perturb(rng, profile, ood, c, d, Rp, W, H, b, scale_noise=1.0)
             if c2[2] > 0.3:
-                raw2 = raw * rng.uniform(0.3, 0.75)
-                preds.append(Pred(label, _calibrate(profile, raw2), c2, d2, R2, b2, "duplicate", g.ann_id))
+                raw2 = raw * _uniform(rng, 0.3, 0.75)
+                preds.append(Pred(label, _calibrate(profile, raw2), c2, d2, R2, b2, "duplicate", ann_id))
     # hallucinations: classes absent from the image, on empty floor / road
     present = {CLOSED_LABEL.get(g.category) if closed else g.category for g in gts}
     absent = [c for c in vocab if c not in present and c in typical_dims]
@@ -436,13 +511,13 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
     for _ in range(n_h):
         cat = _choose(rng, {c: profile.attractors.get(c, 1.0) for c in absent})
         dims = np.asarray(typical_dims[cat], float) * np.exp(rng.normal(0, 0.1, 3))
-        pose = _ground_box(rng, scene, dims, rng.uniform(0, 2 * math.pi))
+        pose = _ground_box(rng, scene, dims, _uniform(rng, 0, 2 * math.pi))
         if pose is not None:
-            hall.append((cat, dims, pose, rng.uniform(*profile.halluc_score)))
+            hall.append((cat, dims, pose, _uniform(rng, *profile.halluc_score)))
     if hall:
         hc = corners_from_pose(np.array([h[2][0] for h in hall]), np.array([h[1] for h in hall]),
                                np.array([h[2][1] for h in hall]))
-        _, htr = projected_box2d(hc, scene.K, W, H)
+        _, htr = projected_box2d_fast(hc, scene.K, W, H)
         for (cat, dims, (c, R), raw), tr in zip(hall, htr):
             if tr[0] >= 0:
                 preds.append(Pred(cat, _calibrate(profile, raw), c, dims, R, tr, "hallucination", 0))
@@ -456,12 +531,7 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
     return preds
 
 
-def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category_ids: list[int],
-                       category_names: list[str | None]) -> list[dict]:
-    """Cube R-CNN instances (``instances_to_coco_json``): bbox XYWH, bbox3D corners in the Omni3D order. The corners
-    are rebuilt from the rounded pose, so each record is self-consistent after rounding."""
-    if not preds:
-        return []
+def _prediction_arrays(preds: list[Pred], K: np.ndarray) -> tuple:
     C = np.round(np.array([p.center for p in preds]), 4)
     D = np.round(np.array([p.dims for p in preds]), 4)
     R = np.round(np.array([p.R for p in preds]), 5)
@@ -470,7 +540,16 @@ def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category
     bbox = np.round(np.stack([B[:, 0], B[:, 1], B[:, 2] - B[:, 0], B[:, 3] - B[:, 1]], 1), 2).tolist()
     uvw = C @ K.T
     c2 = np.round(uvw[:, :2] / uvw[:, 2:3], 2).tolist()
-    Cl, Dl, Rl, Kl = C.tolist(), D.tolist(), R.tolist(), corners.tolist()
+    return bbox, c2, C.tolist(), D.tolist(), R.tolist(), corners.tolist()
+
+
+def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category_ids: list[int],
+                       category_names: list[str | None]) -> list[dict]:
+    """Cube R-CNN instances (``instances_to_coco_json``): bbox XYWH, bbox3D corners in the Omni3D order. The corners
+    are rebuilt from the rounded pose, so each record is self-consistent after rounding."""
+    if not preds:
+        return []
+    bbox, c2, Cl, Dl, Rl, Kl = _prediction_arrays(preds, K)
     out = []
     for k, p in enumerate(preds):
         rec = {"image_id": int(image_id), "category_id": int(category_ids[k]), "bbox": bbox[k],
@@ -479,4 +558,26 @@ def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category
         if category_names[k] is not None:
             rec["category_name"] = category_names[k]
         out.append(rec)
+    return out
+
+
+def prediction_json(preds: list[Pred], image_id: int, K: np.ndarray, category_ids: list[int],
+                    category_names: list[str | None]) -> list[str]:
+    """:func:`prediction_records` as JSON texts, exactly ``json.dumps(record, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`` of each record, built without the dicts (a large annotations-only build writes ~10^6)."""
+    if not preds:
+        return []
+    from ov3d_core.demo.jsonfast import jstr, nums
+
+    bbox, c2, Cl, Dl, Rl, Kl = _prediction_arrays(preds, K)
+    image_id = int(image_id)
+    out = []
+    for k, p in enumerate(preds):
+        name = category_names[k]
+        cc = Cl[k]
+        out.append(f'{{"bbox":{nums(bbox[k])},"bbox3D":{nums(Kl[k])},"category_id":{int(category_ids[k])},'
+                   + ("" if name is None else f'"category_name":{jstr(name)},')
+                   + f'"center_2D":{nums(c2[k])},"center_cam":{nums(cc)},"depth":{nums(cc[2])},'
+                   f'"dimensions":{nums(Dl[k])},"image_id":{image_id},"pose":{nums(Rl[k])},'
+                   f'"score":{nums(round(float(p.score), 5))}}}')
     return out

@@ -140,10 +140,11 @@ class Kit:
             self.lo.append(v.min(0))
             self.hi.append(v.max(0))
         else:
-            tlo, thi = _template_bounds(kind, res)
+            (t0, t1, t2), (u0, u1, u2) = _TEMPLATE_BOUNDS.get((kind, 12 if kind == "box" else res)) or \
+                _template_bounds(kind, res)
             sx, sy, sz = scale
-            lo = (tlo[0] * sx, tlo[1] * sy, tlo[2] * sz)
-            hi = (thi[0] * sx, thi[1] * sy, thi[2] * sz)
+            lo = (t0 * sx, t1 * sy, t2 * sz)
+            hi = (u0 * sx, u1 * sy, u2 * sz)
             if perm is not None:
                 a = [lo[q] * g for q, g in zip(perm, sign)]
                 b = [hi[q] * g for q, g in zip(perm, sign)]
@@ -151,21 +152,52 @@ class Kit:
             cx, cy, cz = center
             self.lo.append((lo[0] + cx, lo[1] + cy, lo[2] + cz))
             self.hi.append((hi[0] + cx, hi[1] + cy, hi[2] + cz))
-        self.colors.append(tuple(map(float, color)))
-        self.materials.append(int(material))
+        self.colors.append(color)  # converted to arrays on first use (Shape.part_color / part_material)
+        self.materials.append(material)
 
     def box(self, lo, hi, color, material: int = MATTE):
         """Axis-aligned box between corners ``lo`` and ``hi``."""
-        lo, hi = tuple(map(float, lo)), tuple(map(float, hi))
-        self._add("box", 12, (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), None, None,
-                  ((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2), color, material)
+        lx, ly, lz = lo
+        hx, hy, hz = hi
+        lx, ly, lz, hx, hy, hz = float(lx), float(ly), float(lz), float(hx), float(hy), float(hz)
+        sx, sy, sz = hx - lx, hy - ly, hz - lz
+        cx, cy, cz = (lx + hx) / 2, (ly + hy) / 2, (lz + hz) / 2
+        if self.mesh:
+            self._add("box", 12, (sx, sy, sz), None, None, (cx, cy, cz), color, material)
+            return
+        # bounds only: the same float arithmetic as _add on the unit cube's corners (-0.5, 0.5)
+        self.lo.append((-0.5 * sx + cx, -0.5 * sy + cy, -0.5 * sz + cz))
+        self.hi.append((0.5 * sx + cx, 0.5 * sy + cy, 0.5 * sz + cz))
+        self.colors.append(color)
+        self.materials.append(material)
 
     def cyl(self, center, radius, height, color, axis: str = "y", material: int = MATTE, res: int = 12,
             radius2: float | None = None):
         """Cylinder (or elliptic cylinder with ``radius2`` across) centred at ``center`` along ``axis``."""
         r2 = radius if radius2 is None else radius2
-        scale = (float(radius), float(height), float(r2))
-        center = tuple(map(float, center))
+        r, h, r2 = float(radius), float(height), float(r2)
+        cx, cy, cz = center
+        cx, cy, cz = float(cx), float(cy), float(cz)
+        if not self.mesh:
+            # bounds only, inlined _add: the axis permutations multiply by +-1 (exact), then min/max per axis
+            (t0, t1, t2), (u0, u1, u2) = _TEMPLATE_BOUNDS.get(("cylinder", res)) or _template_bounds("cylinder", res)
+            l0, l1, l2, h0, h1, h2 = t0 * r, t1 * h, t2 * r2, u0 * r, u1 * h, u2 * r2
+            if axis == "z":  # perm (0, 2, 1), sign (1, 1, -1)
+                l1, l2, h1, h2 = l2, -l1, h2, -h1
+                self.lo.append((min(l0, h0) + cx, min(l1, h1) + cy, min(l2, h2) + cz))
+                self.hi.append((max(l0, h0) + cx, max(l1, h1) + cy, max(l2, h2) + cz))
+            elif axis == "x":  # perm (1, 0, 2), sign (-1, 1, 1)
+                l0, l1, h0, h1 = -l1, l0, -h1, h0
+                self.lo.append((min(l0, h0) + cx, min(l1, h1) + cy, min(l2, h2) + cz))
+                self.hi.append((max(l0, h0) + cx, max(l1, h1) + cy, max(l2, h2) + cz))
+            else:
+                self.lo.append((l0 + cx, l1 + cy, l2 + cz))
+                self.hi.append((h0 + cx, h1 + cy, h2 + cz))
+            self.colors.append(color)
+            self.materials.append(material)
+            return
+        scale = (r, h, r2)
+        center = (cx, cy, cz)
         if axis == "z":
             self._add("cylinder", res, scale, (0, 2, 1), (1.0, 1.0, -1.0), center, color, material)
         elif axis == "x":
@@ -187,16 +219,19 @@ class Kit:
 
     # random helpers
     def u(self, lo, hi):
-        return float(self.rng.uniform(lo, hi))
+        # == float(rng.uniform(lo, hi)) bit for bit (numpy computes lo + (hi - lo) * next_double), 4x cheaper
+        lo = float(lo)
+        return lo + (float(hi) - lo) * self.rng.random()
 
     def pick(self, options):
         return options[int(self.rng.integers(len(options)))]
 
     def colour(self, names, jitter: float = 0.04):
         """A named colour with a small per-instance jitter: (name, rgb)."""
-        name = self.pick(names)
-        noise = self.rng.normal(0, jitter, 3).tolist()
-        return name, tuple(min(max(c + e, 0.0), 1.0) for c, e in zip(COLOURS[name], noise))
+        name = names[int(self.rng.integers(len(names)))]
+        n0, n1, n2 = self.rng.normal(0, jitter, 3).tolist()
+        c0, c1, c2 = COLOURS[name]
+        return name, (min(max(c0 + n0, 0.0), 1.0), min(max(c1 + n1, 0.0), 1.0), min(max(c2 + n2, 0.0), 1.0))
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,11 +263,11 @@ class Shape:
 
     @cached_property
     def part_color(self) -> np.ndarray:
-        return np.asarray(self._colors, float)
+        return np.array([tuple(map(float, c)) for c in self._colors], float).reshape(-1, 3)
 
     @cached_property
     def part_material(self) -> np.ndarray:
-        return np.asarray(self._materials, np.int32)
+        return np.array([int(m) for m in self._materials], np.int32)
 
     @cached_property
     def part_lo(self) -> np.ndarray:
@@ -268,8 +303,8 @@ def article(words: str) -> str:
 
 def finalize(kit: Kit, kind: str, noun: str, colour: str = "", material: str = "") -> Shape:
     """Centre the parts on their tight box and turn them into the Omni3D object frame (y down)."""
-    lo = [min(p[i] for p in kit.lo) for i in range(3)]
-    hi = [max(p[i] for p in kit.hi) for i in range(3)]
+    lo = [min(c) for c in zip(*kit.lo)]
+    hi = [max(c) for c in zip(*kit.hi)]
     mid = tuple((a + b) / 2 for a, b in zip(lo, hi))
     dims = np.array([hi[2] - lo[2], hi[1] - lo[1], hi[0] - lo[0]])  # builder (x, y, z) = (l, h, w)
     if kit.mesh:
@@ -282,9 +317,11 @@ def finalize(kit: Kit, kind: str, noun: str, colour: str = "", material: str = "
         tri_part = np.repeat(np.arange(len(tsize), dtype=np.int32), tsize)
     else:
         verts, tris, tri_part = _EMPTY_V, _EMPTY_T, _EMPTY_P
-    return Shape(verts=verts, tris=tris, tri_part=tri_part, dims=dims, kind=kind, noun=noun, colour=colour,
-                 material=material, _colors=kit.colors, _materials=kit.materials, _lo=kit.lo, _hi=kit.hi,
-                 _mid=mid)
+    shape = object.__new__(Shape)  # the frozen dataclass __init__, without its per-field object.__setattr__ calls
+    shape.__dict__.update(verts=verts, tris=tris, tri_part=tri_part, dims=dims, kind=kind, noun=noun, colour=colour,
+                          material=material, _colors=kit.colors, _materials=kit.materials, _lo=kit.lo, _hi=kit.hi,
+                          _mid=mid)
+    return shape
 
 
 _EMPTY_V, _EMPTY_T, _EMPTY_P = np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros(0, np.int32)
