@@ -114,17 +114,44 @@ def _box_depth(center, dims, R, dirs) -> np.ndarray:
     return np.where((tn <= tf) & (tf > 0), np.maximum(tn, 0), np.nan)
 
 
-def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
-    """Omni3D annotation records (dicts, JSON-ready, in object order) and the matching ``GTObject`` list."""
+def _annotation_texts(scene: Scene, C, D, Rm, corners, proj, trunc, tight, visibility, truncation, depth_error,
+                      behind, seg_pts, lidar_pts, ann_ids, cats) -> list[str] | None:
+    """The JSON texts of the annotation records (the dict records of :func:`annotate` through ``json.dumps``): one
+    ``%`` formatting per record of the same rounded values (None if any is not finite: the dicts and json then)."""
+    from ov3d_core.demo.jsonfast import ANN_TEMPLATE, jstr
+
+    n = len(ann_ids)
+    M = np.concatenate([Rm.reshape(n, 9), proj.round(4), tight.round(2), trunc.round(4),
+                        corners.round(ROUND).reshape(n, 24), C, D, truncation.round(4)[:, None],
+                        visibility.round(4)[:, None], depth_error.round(4)[:, None]], axis=1)
+    if not np.isfinite(M).all():
+        return None
+    spec = scene.spec
+    image_id, dataset_id = int(scene.image_id), int(spec.dataset_id)
+    names = {c: (int(spec.category_id(c)), jstr(c)) for c in set(cats)}
+    out = []
+    for k, m in enumerate(M.tolist()):
+        cid, name = names[cats[k]]
+        derr = repr(m[53]) if depth_error[k] >= 0 else "-1"
+        out.append(ANN_TEMPLATE % (*m[:45], "true" if behind[k] else "false", cid, name, *m[45:48], dataset_id, derr,
+                                   *m[48:51], int(ann_ids[k]), image_id, int(lidar_pts[k]), int(seg_pts[k]), m[51],
+                                   m[52]))
+    return out
+
+
+def annotate(scene: Scene, render=None, json_records: bool = False) -> tuple[list, list[GTObject]]:
+    """Omni3D annotation records (dicts, JSON-ready, in object order) and the matching ``GTObject`` list.
+    ``json_records``: the records as their JSON texts instead (``json.dumps(record, sort_keys=True,
+    separators=(",", ":"), ensure_ascii=False)``, written without the dicts)."""
     spec = scene.spec
     K, W, H = scene.K, spec.width, spec.height
     idx = scene.annotated()
     if not idx:
         return [], []
     c_all, R_all = scene.poses(idx)
-    C = np.round(c_all, ROUND)
-    D = np.round(np.array([scene.objects[i].shape.dims for i in idx]), ROUND)
-    Rm = np.round(R_all, ROUND)
+    C = c_all.round(ROUND)
+    D = np.array([scene.objects[i].shape.dims for i in idx]).round(ROUND)
+    Rm = R_all.round(ROUND)
     corners = corners_from_pose(C, D, Rm)
     proj, trunc = projected_box2d_fast(corners, K, W, H)
     keep = np.flatnonzero(trunc[:, 0] >= 0)  # objects whose projected box misses the image are not annotated
@@ -132,10 +159,11 @@ def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
     C, D, Rm, corners, proj, trunc = C[keep], D[keep], Rm[keep], corners[keep], proj[keep], trunc[keep]
     n = len(idx)
     behind = (corners[:, :, 2] <= 0).any(axis=1)
-    area_p = np.clip(proj[:, 2] - proj[:, 0], 0, None) * np.clip(proj[:, 3] - proj[:, 1], 0, None)
-    area_t = np.clip(trunc[:, 2] - trunc[:, 0], 0, None) * np.clip(trunc[:, 3] - trunc[:, 1], 0, None)
+    # np.clip(x, 0, None) is np.maximum(x, 0), np.clip(x, 0.0, 1.0) the clip ufunc (as numpy dispatches them)
+    area_p = np.maximum(proj[:, 2] - proj[:, 0], 0) * np.maximum(proj[:, 3] - proj[:, 1], 0)
+    area_t = np.maximum(trunc[:, 2] - trunc[:, 0], 0) * np.maximum(trunc[:, 3] - trunc[:, 1], 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        truncation = np.where(area_p > 0, np.clip(1.0 - area_t / area_p, 0.0, 1.0), 1.0)
+        truncation = np.where(area_p > 0, _clip(1.0 - area_t / area_p, 0.0, 1.0), 1.0)
     tight = np.full((n, 4), -1.0)
     seg_pts = np.full(n, -1, np.int64)
     lidar_pts = np.full(n, -1, np.int64)
@@ -178,23 +206,29 @@ def annotate(scene: Scene, render=None) -> tuple[list[dict], list[GTObject]]:
                 lidar_pts[k] = 0
     ann_ids = [spec.ann_id_base + scene.index * 100 + k + 1 for k in range(n)]
     cats = [scene.objects[i].category for i in idx]
-    L = {"tight": np.round(tight, 2).tolist(), "proj": np.round(proj, 4).tolist(),
-         "trunc": np.round(trunc, 4).tolist(), "corners": np.round(corners, ROUND).tolist(), "C": C.tolist(),
-         "D": D.tolist(), "R": Rm.tolist(), "vis": np.round(visibility, 4).tolist(),
-         "trn": np.round(truncation, 4).tolist(), "derr": np.round(depth_error, 4).tolist()}
+    texts = _annotation_texts(scene, C, D, Rm, corners, proj, trunc, tight, visibility, truncation, depth_error,
+                              behind, seg_pts, lidar_pts, ann_ids, cats) if json_records else None
+    if texts is None:
+        L = {"tight": tight.round(2).tolist(), "proj": proj.round(4).tolist(),
+             "trunc": trunc.round(4).tolist(), "corners": corners.round(ROUND).tolist(), "C": C.tolist(),
+             "D": D.tolist(), "R": Rm.tolist(), "vis": visibility.round(4).tolist(),
+             "trn": truncation.round(4).tolist(), "derr": depth_error.round(4).tolist()}
     records, objs = [], []
     for k, i in enumerate(idx):
         o = scene.objects[i]
-        records.append({
-            "id": int(ann_ids[k]), "image_id": int(scene.image_id), "dataset_id": int(spec.dataset_id),
-            "category_id": int(spec.category_id(cats[k])), "category_name": cats[k],
-            "valid3D": True, "behind_camera": bool(behind[k]),
-            "bbox2D_tight": L["tight"][k], "bbox2D_proj": L["proj"][k], "bbox2D_trunc": L["trunc"][k],
-            "bbox3D_cam": L["corners"][k], "center_cam": L["C"][k], "dimensions": L["D"][k], "R_cam": L["R"][k],
-            "visibility": L["vis"][k], "truncation": L["trn"][k],
-            "segmentation_pts": int(seg_pts[k]), "lidar_pts": int(lidar_pts[k]),
-            "depth_error": L["derr"][k] if depth_error[k] >= 0 else -1,
-        })
+        if texts is not None:
+            records.append(texts[k])
+        else:
+            records.append({
+                "id": int(ann_ids[k]), "image_id": int(scene.image_id), "dataset_id": int(spec.dataset_id),
+                "category_id": int(spec.category_id(cats[k])), "category_name": cats[k],
+                "valid3D": True, "behind_camera": bool(behind[k]),
+                "bbox2D_tight": L["tight"][k], "bbox2D_proj": L["proj"][k], "bbox2D_trunc": L["trunc"][k],
+                "bbox3D_cam": L["corners"][k], "center_cam": L["C"][k], "dimensions": L["D"][k], "R_cam": L["R"][k],
+                "visibility": L["vis"][k], "truncation": L["trn"][k],
+                "segmentation_pts": int(seg_pts[k]), "lidar_pts": int(lidar_pts[k]),
+                "depth_error": L["derr"][k] if depth_error[k] >= 0 else -1,
+            })
         objs.append(GTObject(ann_id=ann_ids[k], obj_index=i, category=cats[k], center=C[k], dims=D[k], R=Rm[k],
                              corners=corners[k], proj=proj[k], trunc=trunc[k], tight=tight[k],
                              visibility=float(visibility[k]), truncation=float(truncation[k]),

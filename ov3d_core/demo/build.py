@@ -19,6 +19,7 @@ of a bigger one and the same seed gives the same bytes. JSON is written with sor
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -78,9 +79,8 @@ def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
 def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
                   dims_table: dict, json_records: bool = False) -> dict:
     """Everything for one image: image record, annotations, and per-run predictions with crop descriptors
-    (``json_records``: the prediction records as their JSON texts, :func:`ov3d_core.demo.detectors.prediction_json`,
-    instead of dicts)."""
-    scene = make_scene(spec, index, seed, mesh=render_images)
+    (``json_records``: the annotation and prediction records as their JSON texts instead of dicts)."""
+    scene = make_scene(spec, index, seed, mesh=render_images, backdrop=render_images)
     image_id = scene.image_id
     rend = None
     if render_images:
@@ -92,7 +92,7 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
         if spec.environment == "indoor":
             R.save_depth(folder / "depth" / f"{image_id}.png", rend.depth)
         R.save_points(folder / "points" / f"{image_id}.ply", rend.points)
-    anns, gts = annotate(scene, rend)
+    anns, gts = annotate(scene, rend, json_records=json_records)
     image = {"id": int(image_id), "dataset_id": spec.dataset_id, "width": spec.width, "height": spec.height,
              "file_path": f"images/{image_id}.jpg", "K": np.round(spec.K, 6).tolist(), "src_90_rotate": 0,
              "src_flagged": False}
@@ -183,15 +183,39 @@ def _serialized(spec: DatasetSpec, res: dict) -> dict:
             body = ",".join(recs)
         # crop records get their running "record" index (the last key in sorted order) in the parent
         runs[run.name] = (body, len(recs), ",".join(J.crop_json(c) for c in crops))
-    return {"image": _dumps(image), "anns": ",".join(J.annotation_json(a) for a in res["annotations"]),
+    return {"image": _dumps(image),
+            "anns": ",".join(a if type(a) is str else J.annotation_json(a) for a in res["annotations"]),
             "n_anns": len(res["annotations"]), "runs": runs}
 
 
 def _process_chunk(seed: int, render_images: bool, stage, dims_table, task) -> list[dict]:
     spec_index, indices = task
     spec = DATASETS[spec_index]
-    return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
-                                            dims_table=dims_table, json_records=True)) for i in indices]
+    # the generator allocates millions of short-lived acyclic objects: rarer cyclic-GC passes save a few percent
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+    try:
+        return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
+                                                dims_table=dims_table, json_records=True)) for i in indices]
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def _plain_pickle():
+    """A ``pickle_module`` for ``torch.save`` of plain Python data (no tensors or storages): torch's pickler asks its
+    Python ``persistent_id`` hook about every pickled object, and for such data the hook always answers None (pickle
+    normally). Without the hook the C pickler writes the same bytes several times faster."""
+    import pickle
+    import types
+
+    class Pickler(pickle.Pickler):
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            if "persistent_id" in cls.__dict__:
+                del cls.persistent_id  # torch's override: without it the C pickler calls no hook
+
+    return types.SimpleNamespace(__name__="pickle", Pickler=Pickler, Unpickler=pickle.Unpickler,
+                                 load=pickle.load, dump=pickle.dump)
 
 
 class _DatasetWriter:
@@ -246,7 +270,7 @@ class _DatasetWriter:
 
             # canonical objects (one string per key, no shared floats), so the pickle bytes do not depend on
             # whether the records were built here or came back from a worker process
-            torch.save(json.loads("[" + ",".join(bodies) + "]"), self.files[name])
+            torch.save(json.loads("[" + ",".join(bodies) + "]"), self.files[name], pickle_module=_plain_pickle())
         spec = self.spec
         hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
         counts["images"][spec.name] = len(self.images)

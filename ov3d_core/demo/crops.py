@@ -77,8 +77,9 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None, 
         T = np.array([g.trunc for g in gts])
         vis = np.array([g.visibility if g.visibility >= 0 else 1.0 for g in gts])
         b = boxes[:, None, :]
-        iw = np.clip(np.minimum(b[..., 2], T[None, :, 2]) - np.maximum(b[..., 0], T[None, :, 0]), 0, None)
-        ih = np.clip(np.minimum(b[..., 3], T[None, :, 3]) - np.maximum(b[..., 1], T[None, :, 1]), 0, None)
+        # np.maximum(x, 0) is what np.clip(x, 0, None) computes
+        iw = np.maximum(np.minimum(b[..., 2], T[None, :, 2]) - np.maximum(b[..., 0], T[None, :, 0]), 0)
+        ih = np.maximum(np.minimum(b[..., 3], T[None, :, 3]) - np.maximum(b[..., 1], T[None, :, 1]), 0)
         area = np.maximum((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]), 1e-6)
         fractions = (np.minimum(1.0, iw * ih / area[:, None]) * vis[None, :]).tolist()
     by_obj = {g.obj_index: g for g in gts}

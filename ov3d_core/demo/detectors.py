@@ -532,15 +532,18 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
 
 
 def _prediction_arrays(preds: list[Pred], K: np.ndarray) -> tuple:
-    C = np.round(np.array([p.center for p in preds]), 4)
-    D = np.round(np.array([p.dims for p in preds]), 4)
-    R = np.round(np.array([p.R for p in preds]), 5)
-    corners = np.round(corners_from_pose(C, D, R), 5)  # 5 decimals: Omni3D zeroes IoU of non-planar faces (1e-4)
+    """The rounded values of the records of ``preds``: XYWH boxes, projected centres, centres, dims, rotations and
+    corners (``ndarray.round`` is ``np.round``)."""
+    C = np.array([p.center for p in preds]).round(4)
+    D = np.array([p.dims for p in preds]).round(4)
+    R = np.array([p.R for p in preds]).round(5)
+    corners = corners_from_pose(C, D, R).round(5)  # 5 decimals: Omni3D zeroes IoU of non-planar faces (1e-4)
     B = np.array([p.box2d for p in preds], float)
-    bbox = np.round(np.stack([B[:, 0], B[:, 1], B[:, 2] - B[:, 0], B[:, 3] - B[:, 1]], 1), 2).tolist()
+    xywh = B.copy()
+    xywh[:, 2:] -= B[:, :2]  # XYXY -> XYWH
     uvw = C @ K.T
-    c2 = np.round(uvw[:, :2] / uvw[:, 2:3], 2).tolist()
-    return bbox, c2, C.tolist(), D.tolist(), R.tolist(), corners.tolist()
+    c2 = (uvw[:, :2] / uvw[:, 2:3]).round(2)
+    return xywh.round(2), c2, C, D, R, corners
 
 
 def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category_ids: list[int],
@@ -549,7 +552,7 @@ def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category
     are rebuilt from the rounded pose, so each record is self-consistent after rounding."""
     if not preds:
         return []
-    bbox, c2, Cl, Dl, Rl, Kl = _prediction_arrays(preds, K)
+    bbox, c2, Cl, Dl, Rl, Kl = (a.tolist() for a in _prediction_arrays(preds, K))
     out = []
     for k, p in enumerate(preds):
         rec = {"image_id": int(image_id), "category_id": int(category_ids[k]), "bbox": bbox[k],
@@ -564,20 +567,26 @@ def prediction_records(preds: list[Pred], image_id: int, K: np.ndarray, category
 def prediction_json(preds: list[Pred], image_id: int, K: np.ndarray, category_ids: list[int],
                     category_names: list[str | None]) -> list[str]:
     """:func:`prediction_records` as JSON texts, exactly ``json.dumps(record, sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False)`` of each record, built without the dicts (a large annotations-only build writes ~10^6)."""
+    ensure_ascii=False)`` of each record, written without the dicts (one ``%`` formatting per record of the same
+    values; a large annotations-only build writes ~10^6 records)."""
     if not preds:
         return []
-    from ov3d_core.demo.jsonfast import jstr, nums
+    from ov3d_core.demo.jsonfast import PRED_TEMPLATE, PRED_TEMPLATE_NO_NAME, dumps, jstr
 
-    bbox, c2, Cl, Dl, Rl, Kl = _prediction_arrays(preds, K)
+    bbox, c2, C, D, R, corners = _prediction_arrays(preds, K)
+    n = len(preds)
+    M = np.concatenate([bbox, corners.reshape(n, 24), c2, C, C[:, 2:], D, R.reshape(n, 9)], axis=1)
+    scores = [round(float(p.score), 5) for p in preds]
+    if not (np.isfinite(M).all() and all(math.isfinite(s) for s in scores)):  # NaN / inf: json's own spelling
+        return [dumps(r) for r in prediction_records(preds, image_id, K, category_ids, category_names)]
     image_id = int(image_id)
     out = []
-    for k, p in enumerate(preds):
+    for k, m in enumerate(M.tolist()):
         name = category_names[k]
-        cc = Cl[k]
-        out.append(f'{{"bbox":{nums(bbox[k])},"bbox3D":{nums(Kl[k])},"category_id":{int(category_ids[k])},'
-                   + ("" if name is None else f'"category_name":{jstr(name)},')
-                   + f'"center_2D":{nums(c2[k])},"center_cam":{nums(cc)},"depth":{nums(cc[2])},'
-                   f'"dimensions":{nums(Dl[k])},"image_id":{image_id},"pose":{nums(Rl[k])},'
-                   f'"score":{nums(round(float(p.score), 5))}}}')
+        if name is None:
+            out.append(PRED_TEMPLATE_NO_NAME % (*m[:28], int(category_ids[k]), *m[28:37], image_id, *m[37:],
+                                                scores[k]))
+        else:
+            out.append(PRED_TEMPLATE % (*m[:28], int(category_ids[k]), jstr(name), *m[28:37], image_id, *m[37:],
+                                        scores[k]))
     return out

@@ -87,4 +87,39 @@ def crop_json(c: dict) -> str:
             f'"overlaps":[{overlaps}],"record":{RECORD}}}')
 
 
-__all__ += ["annotation_json", "crop_json", "jbool", "RECORD"]
+def _slots(shape: tuple[int, ...]) -> str:
+    """A %-template of a nested list of numbers: (2, 3) -> "[[%s,%s,%s],[%s,%s,%s]]" (``%s`` of a float is its
+    ``repr``, as json writes it)."""
+    if len(shape) == 1:
+        return "[" + ",".join(["%s"] * shape[0]) + "]"
+    return "[" + ",".join([_slots(shape[1:])] * shape[0]) + "]"
+
+
+def _template(fields: list[tuple[str, str]]) -> str:
+    keys = [k for k, _ in fields]
+    assert keys == sorted(keys), keys  # json.dumps(sort_keys=True) order
+    return "{" + ",".join(f'"{k}":{v}' for k, v in fields) + "}"
+
+
+#: A GT annotation record; values: R_cam (9 floats), bbox2D_proj, bbox2D_tight, bbox2D_trunc (4 each), bbox3D_cam
+#: (24), behind_camera (JSON), category_id, category_name (JSON), center_cam (3), dataset_id, depth_error (JSON),
+#: dimensions (3), id, image_id, lidar_pts, segmentation_pts, truncation, visibility.
+ANN_TEMPLATE = _template([
+    ("R_cam", _slots((3, 3))), ("bbox2D_proj", _slots((4,))), ("bbox2D_tight", _slots((4,))),
+    ("bbox2D_trunc", _slots((4,))), ("bbox3D_cam", _slots((8, 3))), ("behind_camera", "%s"), ("category_id", "%s"),
+    ("category_name", "%s"), ("center_cam", _slots((3,))), ("dataset_id", "%s"), ("depth_error", "%s"),
+    ("dimensions", _slots((3,))), ("id", "%s"), ("image_id", "%s"), ("lidar_pts", "%s"), ("segmentation_pts", "%s"),
+    ("truncation", "%s"), ("valid3D", "true"), ("visibility", "%s")])
+
+_PRED_FIELDS = [("bbox", _slots((4,))), ("bbox3D", _slots((8, 3))), ("category_id", "%s"), ("category_name", "%s"),
+                ("center_2D", _slots((2,))), ("center_cam", _slots((3,))), ("depth", "%s"),
+                ("dimensions", _slots((3,))), ("image_id", "%s"), ("pose", _slots((3, 3))), ("score", "%s")]
+#: A prediction record (Cube R-CNN instance), with and without category_name; values: bbox (4 floats), bbox3D (24),
+#: category_id, [category_name (JSON)], center_2D (2), center_cam (3), depth, dimensions (3), image_id, pose (9),
+#: score.
+PRED_TEMPLATE = _template(_PRED_FIELDS)
+PRED_TEMPLATE_NO_NAME = _template([f for f in _PRED_FIELDS if f[0] != "category_name"])
+
+
+__all__ += ["ANN_TEMPLATE", "PRED_TEMPLATE", "PRED_TEMPLATE_NO_NAME", "annotation_json", "crop_json", "jbool",
+            "RECORD"]

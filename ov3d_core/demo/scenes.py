@@ -771,7 +771,7 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
 
 
 # ------------------------------------------------------------------------------------------------ outdoor
-def _street(rng, spec: DatasetSpec, mesh: bool = True) -> Scene:
+def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) -> Scene:
     av = spec.style == "av"
     tax = spec.taxonomy
     lane_w = _uniform(rng, 3.2, 3.6)
@@ -944,7 +944,7 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True) -> Scene:
           Background((x_road_l - sw_l, -0.05, -30.0), (x_road_l, curb, z_far + 60), BG_SIDEWALK, "light grey",
                      COLOURS["light grey"]),
           Background((-400.0, -0.2, -60.0), (400.0, -0.06, 600.0), BG_GROUND, "grey", (0.42, 0.40, 0.36))]
-    for side, x0 in ((1, x_road_r + sw_r), (-1, x_road_l - sw_l)):
+    for side, x0 in ((1, x_road_r + sw_r), (-1, x_road_l - sw_l)) if backdrop else ():
         z = -30.0
         while z < z_far + 40:
             bl = _uniform(rng, 8.0, 30.0)
@@ -963,6 +963,8 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True) -> Scene:
             "park_r": park_r, "park_l": park_l, "tram": tram,
             "tram_x": (-(n_left - 0.5) * lane_w if n_left > 1 else -0.5 * lane_w) if tram else None,
             "crossing": crossing, "av": av}
+    if not backdrop:  # the last draws of the stream: nothing placed above depends on them
+        return Scene(spec, 0, 0, "street", cx, cz, psi, cam_h, pitch, roll, lay.objects, bg, road=road)
     sun = (_uniform(rng, -0.6, 0.6), 1.0, _uniform(rng, -0.2, 0.8))
     return Scene(spec, 0, 0, "street", cx, cz, psi, cam_h, pitch, roll, lay.objects, bg, road=road,
                  light_dir_world=tuple(float(v) for v in sun))
@@ -974,15 +976,17 @@ def scene_rng(seed: int, spec: DatasetSpec, index: int, purpose: int = 0) -> np.
                                                                        int(purpose)])))
 
 
-def make_scene(spec: DatasetSpec, index: int, seed: int, mesh: bool = True) -> Scene:
+def make_scene(spec: DatasetSpec, index: int, seed: int, mesh: bool = True, backdrop: bool = True) -> Scene:
     """The layout of image ``index`` of dataset ``spec``; depends only on (seed, dataset, index). ``mesh=False``
-    builds only the objects' boxes (same layout, no meshes: for annotations-only builds)."""
+    builds only the objects' boxes (same layout, no meshes: for annotations-only builds). ``backdrop=False`` leaves
+    out what only rendering looks at and is drawn after every object (street facades and the sun direction; the
+    objects, road and sidewalks are the same)."""
     rng = scene_rng(seed, spec, index)
     if spec.environment == "indoor":
         kind = ROOM_TYPES[index % len(ROOM_TYPES)] if rng.random() < 0.8 else str(_choice(rng, ROOM_TYPES))
         scene = _room(rng, spec, kind, mesh)
     else:
-        scene = _street(rng, spec, mesh)
+        scene = _street(rng, spec, mesh, backdrop)
     scene.index = index
     scene.image_id = spec.image_id_base + index
     return scene

@@ -21,6 +21,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+try:  # the ufunc np.clip ends in for float arrays, without its Python-level argument handling
+    _clip = np._core.umath.clip
+except AttributeError:  # pragma: no cover - numpy < 2
+    _clip = np.clip
+
 # Shading material codes (render.py).
 MATTE, GLOSSY, GLASS, EMISSIVE = 0, 1, 2, 3
 
@@ -182,14 +187,16 @@ class Kit:
             # bounds only, inlined _add: the axis permutations multiply by +-1 (exact), then min/max per axis
             (t0, t1, t2), (u0, u1, u2) = _TEMPLATE_BOUNDS.get(("cylinder", res)) or _template_bounds("cylinder", res)
             l0, l1, l2, h0, h1, h2 = t0 * r, t1 * h, t2 * r2, u0 * r, u1 * h, u2 * r2
-            if axis == "z":  # perm (0, 2, 1), sign (1, 1, -1)
-                l1, l2, h1, h2 = l2, -l1, h2, -h1
-                self.lo.append((min(l0, h0) + cx, min(l1, h1) + cy, min(l2, h2) + cz))
-                self.hi.append((max(l0, h0) + cx, max(l1, h1) + cy, max(l2, h2) + cz))
-            elif axis == "x":  # perm (1, 0, 2), sign (-1, 1, 1)
-                l0, l1, h0, h1 = -l1, l0, -h1, h0
-                self.lo.append((min(l0, h0) + cx, min(l1, h1) + cy, min(l2, h2) + cz))
-                self.hi.append((max(l0, h0) + cx, max(l1, h1) + cy, max(l2, h2) + cz))
+            if axis == "z" or axis == "x":
+                if axis == "z":  # perm (0, 2, 1), sign (1, 1, -1)
+                    l1, l2, h1, h2 = l2, -l1, h2, -h1
+                else:  # perm (1, 0, 2), sign (-1, 1, 1)
+                    l0, l1, h0, h1 = -l1, l0, -h1, h0
+                # min(a, b) / max(a, b) as the builtins pick them (a unless b is strictly smaller / larger)
+                self.lo.append(((h0 if h0 < l0 else l0) + cx, (h1 if h1 < l1 else l1) + cy,
+                                (h2 if h2 < l2 else l2) + cz))
+                self.hi.append(((h0 if h0 > l0 else l0) + cx, (h1 if h1 > l1 else l1) + cy,
+                                (h2 if h2 > l2 else l2) + cz))
             else:
                 self.lo.append((l0 + cx, l1 + cy, l2 + cz))
                 self.hi.append((h0 + cx, h1 + cy, h2 + cz))
@@ -375,7 +382,7 @@ def armchair(k: Kit):
     k.box((-l / 2, 0.08, -w / 2), (l / 2, sh, w / 2), col)
     dark = tuple(np.asarray(col) * 0.8)
     k.box((-l / 2, sh, -w / 2 + 0.14), (l / 2 - 0.02, sh + 0.08, w / 2 - 0.14),
-          tuple(np.clip(np.asarray(col) * 1.08, 0, 1)))
+          tuple(_clip(np.asarray(col) * 1.08, 0, 1)))
     k.box((-l / 2, sh, -w / 2), (-l / 2 + 0.18, h, w / 2), dark)
     for s in (-1, 1):
         k.box((-l / 2, sh, s * w / 2 - (0.14 if s > 0 else 0)), (l / 2, sh + 0.22, s * w / 2 + (0.14 if s < 0 else 0)),
@@ -391,7 +398,7 @@ def sofa(k: Kit):
     l, w, h = k.u(0.85, 1.0), seats * k.u(0.6, 0.7) + 0.4, k.u(0.78, 0.90)
     sh = k.u(0.40, 0.45)
     k.box((-l / 2, 0.1, -w / 2), (l / 2, sh - 0.1, w / 2), col)
-    cush = tuple(np.clip(np.asarray(col) * 1.1, 0, 1))
+    cush = tuple(_clip(np.asarray(col) * 1.1, 0, 1))
     inner = (w - 0.4) / seats
     for i in range(seats):
         z0 = -w / 2 + 0.2 + i * inner
@@ -749,7 +756,7 @@ def cardboard_box(k: Kit):
     plastic = k.rng.random() < 0.25
     name, col = k.colour(("blue", "grey", "white", "green")) if plastic else ("brown", (0.62, 0.45, 0.28))
     if not plastic:
-        col = tuple(np.clip(np.asarray(col) + k.rng.normal(0, 0.04, 3), 0, 1))
+        col = tuple(_clip(np.asarray(col) + k.rng.normal(0, 0.04, 3), 0, 1))
     l, h, w = k.u(0.25, 0.6), k.u(0.2, 0.5), k.u(0.3, 0.7)
     k.box((-l / 2, 0, -w / 2), (l / 2, h, w / 2), col)
     if not plastic:
@@ -801,7 +808,7 @@ def potted_plant(k: Kit):
     h = k.u(0.6, 1.3)
     k.cyl((0, 0.13, 0), 0.14, 0.26, pot, res=12)
     k.sphere((0, 0.26 + (h - 0.26) / 2, 0), (k.u(0.2, 0.35), (h - 0.26) / 2, k.u(0.2, 0.35)),
-             tuple(np.clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.05, 3), 0, 1)), res=10)
+             tuple(_clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.05, 3), 0, 1)), res=10)
     return "potted plant", "", ""
 
 
@@ -1100,7 +1107,7 @@ def fence_barrier(k: Kit):
 def traffic_cone(k: Kit):
     h = k.u(0.5, 0.78)
     r = 0.3 * h
-    orange = np.clip(np.asarray(COLOURS["orange"]) + k.rng.normal(0, 0.03, 3), 0, 1)
+    orange = _clip(np.asarray(COLOURS["orange"]) + k.rng.normal(0, 0.03, 3), 0, 1)
     k.box((-r - 0.04, 0, -r - 0.04), (r + 0.04, 0.035, r + 0.04), (0.1, 0.1, 0.1))
     k.cone((0, 0.035, 0), r, h - 0.035, orange, res=12)
     y = 0.55 * h
@@ -1123,7 +1130,7 @@ def construction_barrel(k: Kit):
 def tree(k: Kit):
     h = k.u(5.5, 8.0)
     k.cyl((0, h * 0.3, 0), k.u(0.12, 0.2), h * 0.6, (0.3, 0.2, 0.12), res=8)
-    g = np.clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.06, 3), 0, 1)
+    g = _clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.06, 3), 0, 1)
     cr = k.u(1.0, 1.6)
     k.sphere((0, h - cr, 0), (cr, cr, cr), g, res=10)
     return "tree", "", ""
