@@ -79,7 +79,7 @@ def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
 def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
                   dims_table: dict, json_records: bool = False) -> dict:
     """Everything for one image: image record, annotations, and per-run predictions with crop descriptors
-    (``json_records``: the annotation and prediction records as their JSON texts instead of dicts)."""
+    (``json_records``: the annotation and JSON-file prediction records as their JSON texts instead of dicts)."""
     scene = make_scene(spec, index, seed, mesh=render_images, backdrop=render_images)
     image_id = scene.image_id
     rend = None
@@ -111,7 +111,8 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
         else:
             ids = [spec.category_id(p.category) for p in preds]
             names = [p.category for p in preds]
-        recs = (D.prediction_json if json_records else D.prediction_records)(preds, image_id, K, ids, names)
+        as_json = json_records and run.format != "cubercnn-pth"  # .pth records stay objects (see _canonical)
+        recs = (D.prediction_json if as_json else D.prediction_records)(preds, image_id, K, ids, names)
         runs[run.name] = (recs, describe(scene, preds, gts, rend, boxes[start:start + len(preds)]))
         start += len(preds)
     return {"image": image, "annotations": anns, "runs": runs, "kind": scene.kind}
@@ -171,14 +172,15 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
 
 def _serialized(spec: DatasetSpec, res: dict) -> dict:
     """One image's results (``process_image(..., json_records=True)``) as JSON fragments (so workers, not the parent,
-    pay for serialisation): the text ``_dumps`` writes, built by ``ov3d_core.demo.jsonfast``."""
+    pay for serialisation): the text ``_dumps`` writes, built by ``ov3d_core.demo.jsonfast``. The per-image record of
+    a ``.pth`` run stays a (sorted-key) object."""
     runs = {}
     image = res["image"]
     for run in D.RUNS:
         recs, crops = res["runs"][run.name]
-        if run.format == "cubercnn-pth":  # _dumps({"image_id", "K", "width", "height", "instances"}), keys sorted
-            body = (f'{{"K":{J.nums(image["K"])},"height":{int(spec.height)},"image_id":{int(image["id"])},'
-                    f'"instances":[{",".join(recs)}],"width":{int(spec.width)}}}')
+        if run.format == "cubercnn-pth":  # an object for torch.save, keys in sorted order (see _canonical)
+            body = {"K": image["K"], "height": int(spec.height), "image_id": int(image["id"]),
+                    "instances": [{k: r[k] for k in sorted(r)} for r in recs], "width": int(spec.width)}
         else:
             body = ",".join(recs)
         # crop records get their running "record" index (the last key in sorted order) in the parent
@@ -191,14 +193,27 @@ def _serialized(spec: DatasetSpec, res: dict) -> dict:
 def _process_chunk(seed: int, render_images: bool, stage, dims_table, task) -> list[dict]:
     spec_index, indices = task
     spec = DATASETS[spec_index]
-    # the generator allocates millions of short-lived acyclic objects: rarer cyclic-GC passes save a few percent
+    return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
+                                            dims_table=dims_table, json_records=True)) for i in indices]
+
+
+def _worker_init() -> None:
+    """Process workers: the generator allocates millions of short-lived acyclic objects, so rarer cyclic-GC passes
+    save a few percent (workers only: the parent's settings are left alone)."""
     threshold = gc.get_threshold()
     gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
-    try:
-        return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
-                                                dims_table=dims_table, json_records=True)) for i in indices]
-    finally:
-        gc.set_threshold(*threshold)
+
+
+def _canonical(bodies: list[dict]) -> list[dict]:
+    """The per-image records of a ``.pth`` run as the objects ``json.loads(_dumps(bodies))`` builds, so the pickle
+    bytes do not depend on whether the records were built here or came back from worker processes (pickle writes a
+    shared object once and then refers to it): one string object per distinct key. ``bodies``: dicts with sorted
+    keys, holding numbers and lists of numbers that no two places share (as ``ndarray.tolist`` makes them); floats
+    and ints are never shared in a pickle."""
+    keys: dict[str, str] = {}
+    key = keys.setdefault
+    return [{key(k, k): ([{key(kk, kk): vv for kk, vv in r.items()} for r in v] if k == "instances" else v)
+             for k, v in b.items()} for b in bodies]
 
 
 def _plain_pickle():
@@ -230,7 +245,7 @@ class _DatasetWriter:
                         if r.format != "cubercnn-pth"}
         self.crops = {r.name: open(stage / "runs" / f"{r.name}__{spec.name}.crops.json", "w", encoding="utf-8")
                       for r in D.RUNS}
-        self.pth: dict[str, list[str]] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
+        self.pth: dict[str, list[dict]] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
         self.n_pred = {r.name: 0 for r in D.RUNS}
         self.images: list[str] = []
         self.n_anns = 0
@@ -268,9 +283,7 @@ class _DatasetWriter:
         for name, bodies in self.pth.items():
             import torch
 
-            # canonical objects (one string per key, no shared floats), so the pickle bytes do not depend on
-            # whether the records were built here or came back from a worker process
-            torch.save(json.loads("[" + ",".join(bodies) + "]"), self.files[name], pickle_module=_plain_pickle())
+            torch.save(_canonical(bodies), self.files[name], pickle_module=_plain_pickle())
         spec = self.spec
         hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
         counts["images"][spec.name] = len(self.images)
@@ -290,7 +303,7 @@ def _plan(total: int, annotations_only: bool, workers: int | None) -> tuple[str,
     cpus = os.cpu_count() or 1
     if annotations_only:
         n = (2 if total >= 600 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
-        return ("process" if n > 1 else "serial"), n, 100
+        return ("process" if n > 1 else "serial"), n, 50
     n = (2 if total >= 24 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
     return ("thread" if n > 1 else "serial"), n, 1
 
@@ -313,7 +326,7 @@ def _run_tasks(kind: str, n: int, fn, tasks: list):
         import multiprocessing as mp
 
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-        ex = futures.ProcessPoolExecutor(n, mp_context=mp.get_context(method))
+        ex = futures.ProcessPoolExecutor(n, mp_context=mp.get_context(method), initializer=_worker_init)
     with ex:
         yield from ex.map(fn, tasks)
 

@@ -1,9 +1,11 @@
 """JSON text of the demo's records without ``json.dumps``: a large annotations-only build writes millions of small
-records, and building dicts only to encode them costs as much as producing the text directly.
+records, and building dicts only to encode them costs about as much as writing the text directly.
 
 Every function here returns exactly what ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`` returns for the same value (tests/demo/test_build.py checks it); anything unusual (NaN,
-infinities, numpy scalars inside lists) falls back to ``json.dumps`` itself.
+ensure_ascii=False)`` returns for the same value (tests/demo/test_fast_paths.py checks it); anything unusual (NaN,
+infinities, numpy scalars inside lists, unexpected keys) falls back to ``json.dumps`` itself. The ``%``-templates
+(``ANN_TEMPLATE``, ``PRED_TEMPLATE``) take finite Python floats and ints (``%s`` of a float is its ``repr``, which is
+what json writes); their callers check finiteness first.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from __future__ import annotations
 import json
 import re
 from json.encoder import encode_basestring
+
+__all__ = ["ANN_TEMPLATE", "PRED_TEMPLATE", "PRED_TEMPLATE_NO_NAME", "RECORD", "annotation_json", "crop_json",
+           "dumps", "jbool", "jstr", "nums"]
+
 
 #: Characters of the JSON text of a (nested) list of finite Python floats and ints, as ``str()`` writes it once its
 #: ", " separators are squeezed (no "inf", "nan" or "np.float64(...)").
@@ -38,10 +44,8 @@ def jstr(text: str) -> str:
     return encode_basestring(text)
 
 
-__all__ = ["dumps", "jstr", "nums"]
-
-
 def jbool(value) -> str:
+    """JSON of a bool."""
     if value is True:
         return "true"
     if value is False:
@@ -119,7 +123,3 @@ _PRED_FIELDS = [("bbox", _slots((4,))), ("bbox3D", _slots((8, 3))), ("category_i
 #: score.
 PRED_TEMPLATE = _template(_PRED_FIELDS)
 PRED_TEMPLATE_NO_NAME = _template([f for f in _PRED_FIELDS if f[0] != "category_name"])
-
-
-__all__ += ["ANN_TEMPLATE", "PRED_TEMPLATE", "PRED_TEMPLATE_NO_NAME", "annotation_json", "crop_json", "jbool",
-            "RECORD"]

@@ -404,7 +404,7 @@ class Layout:
             # inlined (most pairs are far apart)
             if base < q[8] and q[7] < top:
                 dx, dz = q[0] - px, q[1] - pz
-                if dx * dx + dz * dz < (pr + q[6]) ** 2 and i not in skip and _quad_overlap(quad, q):
+                if not dx * dx + dz * dz >= (pr + q[6]) ** 2 and i not in skip and _quad_overlap(quad, q):
                     return False
         return True
 
