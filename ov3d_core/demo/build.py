@@ -79,7 +79,8 @@ def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
 def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
                   dims_table: dict, json_records: bool = False) -> dict:
     """Everything for one image: image record, annotations, and per-run predictions with crop descriptors
-    (``json_records``: the annotation and JSON-file prediction records as their JSON texts instead of dicts)."""
+    (``json_records``: the annotation, JSON-file prediction and crop records as their JSON texts instead of
+    dicts)."""
     scene = make_scene(spec, index, seed, mesh=render_images, backdrop=render_images)
     image_id = scene.image_id
     rend = None
@@ -113,7 +114,7 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
             names = [p.category for p in preds]
         as_json = json_records and run.format != "cubercnn-pth"  # .pth records stay objects (see _canonical)
         recs = (D.prediction_json if as_json else D.prediction_records)(preds, image_id, K, ids, names)
-        runs[run.name] = (recs, describe(scene, preds, gts, rend, boxes[start:start + len(preds)]))
+        runs[run.name] = (recs, describe(scene, preds, gts, rend, boxes[start:start + len(preds)], json_records))
         start += len(preds)
     return {"image": image, "annotations": anns, "runs": runs, "kind": scene.kind}
 
@@ -184,7 +185,7 @@ def _serialized(spec: DatasetSpec, res: dict) -> dict:
         else:
             body = ",".join(recs)
         # crop records get their running "record" index (the last key in sorted order) in the parent
-        runs[run.name] = (body, len(recs), ",".join(J.crop_json(c) for c in crops))
+        runs[run.name] = (body, len(recs), ",".join(c if type(c) is str else J.crop_json(c) for c in crops))
     return {"image": _dumps(image),
             "anns": ",".join(a if type(a) is str else J.annotation_json(a) for a in res["annotations"]),
             "n_anns": len(res["annotations"]), "runs": runs}
@@ -214,23 +215,6 @@ def _canonical(bodies: list[dict]) -> list[dict]:
     key = keys.setdefault
     return [{key(k, k): ([{key(kk, kk): vv for kk, vv in r.items()} for r in v] if k == "instances" else v)
              for k, v in b.items()} for b in bodies]
-
-
-def _plain_pickle():
-    """A ``pickle_module`` for ``torch.save`` of plain Python data (no tensors or storages): torch's pickler asks its
-    Python ``persistent_id`` hook about every pickled object, and for such data the hook always answers None (pickle
-    normally). Without the hook the C pickler writes the same bytes several times faster."""
-    import pickle
-    import types
-
-    class Pickler(pickle.Pickler):
-        def __init_subclass__(cls, **kwargs):
-            super().__init_subclass__(**kwargs)
-            if "persistent_id" in cls.__dict__:
-                del cls.persistent_id  # torch's override: without it the C pickler calls no hook
-
-    return types.SimpleNamespace(__name__="pickle", Pickler=Pickler, Unpickler=pickle.Unpickler,
-                                 load=pickle.load, dump=pickle.dump)
 
 
 class _DatasetWriter:
@@ -283,7 +267,7 @@ class _DatasetWriter:
         for name, bodies in self.pth.items():
             import torch
 
-            torch.save(_canonical(bodies), self.files[name], pickle_module=_plain_pickle())
+            torch.save(_canonical(bodies), self.files[name])
         spec = self.spec
         hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
         counts["images"][spec.name] = len(self.images)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ov3d_core.demo import jsonfast as J
 from ov3d_core.demo.annotate import GTObject, projected_box2d_fast
 from ov3d_core.demo.detectors import Pred
 from ov3d_core.demo.scenes import Scene
@@ -62,10 +63,11 @@ def _caption(overlaps, bg_caption, clutter_caption, env) -> str:
     return bg_caption
 
 
-def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None, boxes: np.ndarray | None = None
-             ) -> list[dict]:
+def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None, boxes: np.ndarray | None = None,
+             json_records: bool = False) -> list:
     """Crop descriptors aligned with ``preds`` (the caller adds the record index). ``boxes``: their
-    :func:`crop_boxes` when already computed (one projection for all runs of an image)."""
+    :func:`crop_boxes` when already computed (one projection for all runs of an image). ``json_records``: the
+    descriptors as ``jsonfast.crop_json`` texts (a ``"record"`` placeholder last) instead of dicts."""
     spec = scene.spec
     K, W, H = scene.K, spec.width, spec.height
     env = spec.environment
@@ -111,12 +113,18 @@ def describe(scene: Scene, preds: list[Pred], gts: list[GTObject], render=None, 
         elif fractions is not None:
             overlaps = [(f, g) for f, g in zip(fractions[k], gts) if f > 0]
         overlaps.sort(key=_overlap_order)
+        crop_box = [round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2)]
+        caption = _caption(overlaps, bg_caption, clutter_caption, env)
+        if json_records:
+            out.append(J.crop_text(caption, crop_box, image_id,
+                                   [(int(g.ann_id), g.category, round(f, 4)) for f, g in overlaps if f >= 0.01][:5]))
+            continue
         out.append({
             "image_id": image_id,
-            "crop_box": [round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2)],
+            "crop_box": crop_box,
             "overlaps": [{"ann_id": int(g.ann_id), "category": g.category, "fraction": round(f, 4)}
                          for f, g in overlaps if f >= 0.01][:5],
-            "caption": _caption(overlaps, bg_caption, clutter_caption, env),
+            "caption": caption,
         })
     return out
 

@@ -418,7 +418,7 @@ class GTTable:
         self.categories = [g.category for g in gts]
         self.kinds = [scene.objects[g.obj_index].kind for g in gts]
         self.ann_ids = [g.ann_id for g in gts]
-        self.behind = [g.behind for g in gts]
+        self.behind = np.array([g.behind for g in gts], bool)
         if self.n:
             vis = np.array([max(g.visibility, 0.0) if g.visibility >= 0 else 1.0 for g in gts])
             tight = np.array([g.tight for g in gts])

@@ -11,11 +11,12 @@ what json writes); their callers check finiteness first.
 from __future__ import annotations
 
 import json
+import math
 import re
 from json.encoder import encode_basestring
 
 __all__ = ["ANN_TEMPLATE", "PRED_TEMPLATE", "PRED_TEMPLATE_NO_NAME", "RECORD", "annotation_json", "crop_json",
-           "dumps", "jbool", "jstr", "nums"]
+           "crop_text", "dumps", "jbool", "jstr", "nums"]
 
 
 #: Characters of the JSON text of a (nested) list of finite Python floats and ints, as ``str()`` writes it once its
@@ -89,6 +90,17 @@ def crop_json(c: dict) -> str:
                         f'"fraction":{nums(o["fraction"])}}}' for o in c["overlaps"])
     return (f'{{"caption":{jstr(c["caption"])},"crop_box":{nums(c["crop_box"])},"image_id":{nums(c["image_id"])},'
             f'"overlaps":[{overlaps}],"record":{RECORD}}}')
+
+
+def crop_text(caption: str, crop_box: list[float], image_id: int, overlaps: list[tuple[int, str, float]]) -> str:
+    """:func:`crop_json` of ``{"caption": caption, "crop_box": crop_box, "image_id": image_id, "overlaps": [{"ann_id",
+    "category", "fraction"}, ...]}`` from its values, without the dicts."""
+    if not all(math.isfinite(v) for v in crop_box) or not all(math.isfinite(o[2]) for o in overlaps):
+        return crop_json({"caption": caption, "crop_box": crop_box, "image_id": image_id,
+                          "overlaps": [{"ann_id": a, "category": c, "fraction": f} for a, c, f in overlaps]})
+    ov = ",".join(f'{{"ann_id":{int(a)},"category":{jstr(c)},"fraction":{f!r}}}' for a, c, f in overlaps)
+    return '{"caption":%s,"crop_box":[%r,%r,%r,%r],"image_id":%d,"overlaps":[%s],"record":%s}' % (
+        jstr(caption), *crop_box, image_id, ov, RECORD)
 
 
 def _slots(shape: tuple[int, ...]) -> str:

@@ -312,7 +312,7 @@ def finalize(kit: Kit, kind: str, noun: str, colour: str = "", material: str = "
     """Centre the parts on their tight box and turn them into the Omni3D object frame (y down)."""
     lo = [min(c) for c in zip(*kit.lo)]
     hi = [max(c) for c in zip(*kit.hi)]
-    mid = tuple((a + b) / 2 for a, b in zip(lo, hi))
+    mid = ((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2)
     dims = np.array([hi[2] - lo[2], hi[1] - lo[1], hi[0] - lo[0]])  # builder (x, y, z) = (l, h, w)
     if kit.mesh:
         verts = np.concatenate(kit.verts) - np.array(mid)

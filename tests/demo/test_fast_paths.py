@@ -13,7 +13,7 @@ import pytest
 from ov3d_core.demo import detectors as D
 from ov3d_core.demo import jsonfast as J
 from ov3d_core.demo.annotate import annotate, projected_box2d_fast
-from ov3d_core.demo.build import _canonical, _dumps, _plain_pickle, build_demo, typical_dims
+from ov3d_core.demo.build import _canonical, _dumps, build_demo, typical_dims
 from ov3d_core.demo.crops import crop_boxes, describe
 from ov3d_core.demo.scenes import DATASETS, _choice, _choice_p, _uniform, make_scene, scene_rng
 from ov3d_core.demo.shapes import Kit
@@ -126,8 +126,10 @@ def test_record_texts_are_json_dumps_of_the_records():
                 for names in ([p.category for p in preds], [None] * len(preds)):
                     assert D.prediction_json(preds, scene.image_id, spec.K, ids, names) == \
                         [_dumps(r) for r in D.prediction_records(preds, scene.image_id, spec.K, ids, names)]
-                for n, c in enumerate(describe(scene, preds, gts)):
-                    assert J.crop_json(c).replace(J.RECORD, str(n)) == _dumps({**c, "record": n})
+                crops = describe(scene, preds, gts)
+                for n, (c, text) in enumerate(zip(crops, describe(scene, preds, gts, json_records=True))):
+                    assert J.crop_json(c) == text
+                    assert text.replace(J.RECORD, str(n)) == _dumps({**c, "record": n})
 
 
 def test_unusual_records_fall_back_to_json_dumps():
@@ -137,6 +139,8 @@ def test_unusual_records_fall_back_to_json_dumps():
     odd = dict(rec, extra=1)
     assert J.crop_json(odd).replace(J.RECORD, "0") == _dumps({**odd, "record": 0})
     assert J.jstr("caf\u00e9 \u2014 \\") == _dumps("caf\u00e9 \u2014 \\")
+    text = J.crop_text(rec["caption"], rec["crop_box"], 1, [(2, "chair", 0.25)])
+    assert text.replace(J.RECORD, "7") == _dumps({**rec, "record": 7})
 
 
 # ------------------------------------------------------------------------------------------------ .pth
@@ -157,7 +161,7 @@ def test_pth_objects_and_pickler_write_the_bytes_of_the_plain_route():
                            "instances": [{k: r[k] for k in sorted(r)} for r in recs], "width": spec.width})
     plain, fast = io.BytesIO(), io.BytesIO()
     torch.save(json.loads(_dumps(bodies)), plain)  # what the build wrote before the shortcuts
-    torch.save(_canonical(bodies), fast, pickle_module=_plain_pickle())
+    torch.save(_canonical(bodies), fast)
     assert plain.getvalue() == fast.getvalue()
     assert torch.load(io.BytesIO(fast.getvalue()), weights_only=False)[0]["width"] == DATASETS[0].width
 
