@@ -106,11 +106,14 @@ with ui.guard("Per-category AP"):
             ui.export_table(pc, f"per_category_{ctx.dataset}", "pc")
 
 with ui.guard("The three-axis breakdown"):
-    tr = cache.transfer(ctx.cfg_key, ctx.protocol, ctx.min_score)
+    probed = {k.split("/", 1)[1]: v for k, v in (ui.get("prompt_cv") or {}).items()
+              if k.split("/", 1)[0] == ctx.dataset}
+    tr = cache.transfer(ctx.cfg_key, ctx.protocol, ctx.min_score, tuple(sorted(probed.items())))
     st.subheader("Three axes: geometry, semantics, domain")
     st.caption("Geometry: mean 3D class-agnostic recall; semantics: mean mAP3D; domain: out-of-domain / in-domain "
-               "mAP3D ratio within one environment (needs `trained_on` in the config). Prompt robustness "
-               "(1 − CV over templates) is on the Prompt lab page. No axis predicts another.")
+               "mAP3D ratio within one environment (needs `trained_on` in the config); prompt robustness: 1 − CV of "
+               f"mAP3D over the 15 preset templates on {ctx.dataset}, for the runs probed in the Prompt lab "
+               f"({', '.join(sorted(probed)) or 'none yet'}). No axis predicts another.")
     axes = {"geometric": "Geometry: recall3D@15", "semantic": "Semantics: mAP3D",
             "cross_domain_ratio": "Domain: out / in mAP3D"}
     fig = bars.three_axis_chart(tr["axes"], axes)

@@ -81,6 +81,8 @@ with ui.guard("The prompt lab"):
     table = pd.DataFrame(rows)
     sens = prompts.prompt_sensitivity(dict(zip(table["template"], table["AP3D"])),
                                       dict(zip(table["template"], table["group"])))
+    if not ui.get("templates") and not custom:  # the 15 presets: comparable across runs, feeds the Overview
+        st.session_state["prompt_cv"] = {**(ui.get("prompt_cv") or {}), f"{ctx.dataset}/{run}": float(sens.cv)}
     m = st.columns(4)
     m[0].metric("Mean mAP3D over templates", f"{sens.mean:.2f}")
     m[1].metric("CV (σ/μ)", f"{sens.cv:.1%}" if np.isfinite(sens.cv) else "n/a")

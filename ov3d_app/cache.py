@@ -367,8 +367,9 @@ def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_s
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def transfer(cfg_key: str, protocol: str, min_score: float) -> dict:
-    """Domain-transfer tables over every (run, dataset) of the benchmark."""
+def transfer(cfg_key: str, protocol: str, min_score: float, prompt_cv: tuple = ()) -> dict:
+    """Domain-transfer tables over every (run, dataset) of the benchmark; ``prompt_cv`` ((run, cv) pairs from the
+    prompt lab) fills the three-axis table's prompt-robustness column."""
     import ov3d_core.eval.transfer as tr
     b = benchmark(cfg_key)
     board = leaderboard(cfg_key, protocol, min_score)
@@ -379,7 +380,7 @@ def transfer(cfg_key: str, protocol: str, min_score: float) -> dict:
         trained.setdefault(spec.name, set()).update(spec.trained_on)
     envs = {name: spec.environment for name, spec in b.config.datasets.items()}
     t = tr.domain_transfer(results, {k: sorted(v) for k, v in trained.items()}, envs)
-    axes = tr.three_axis_breakdown(t)
+    axes = tr.three_axis_breakdown(t, prompt_cv=dict(prompt_cv) or None)
     return {"table": t.table, "per_run": t.per_run, "pairs": t.pairs, "axes": axes.table,
             "has_training_info": any(trained.values())}
 

@@ -196,3 +196,19 @@ def test_pages_on_a_user_benchmark_config(mini_config, page):
     at = app(page, src="config", cfg=str(mini_config))
     assert not problems(at), problems(at)
     assert at.sidebar.selectbox(key="w:dataset").value == "MiniIndoor"
+
+
+def test_prompt_lab_cv_reaches_the_overview_three_axis_table(tiny_demo):
+    at = app("app_pages/prompt_lab.py", ds="demo_outdoor")  # the 15 preset templates
+    assert not problems(at)
+    run = at.session_state["focus_run"]
+    cv = at.session_state["prompt_cv"][f"demo_outdoor/{run}"]
+    shown = metric(at, "CV (σ/μ)")
+    assert shown == f"{cv:.1%}"
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    assert not problems(at)
+    axes = next(d.value for d in at.dataframe if "prompt_robustness" in d.value.columns).set_index("run")
+    assert axes.loc[run, "prompt_robustness"] == pytest.approx(1 - cv)
+    others = [r for r in axes.index if r != run]
+    assert axes.loc[others, "prompt_robustness"].isna().all()  # not probed: no number invented
