@@ -269,6 +269,29 @@ def _face_piece(P, face, nrm_self, off_self, nrm_other, off_other, skip, strict,
 
 
 @njit(cache=True, error_model="numpy")
+def _face_terms(P, faces, n_own, o_own, n_other, o_other, skip_other, second, buf1, buf2, dist):
+    """Clip each face of one box (corners ``P``) by the other's half-spaces; the pieces' divergence-theorem terms:
+    (sum o*area, sum n*area as 3 scalars, sum of piece vertices as 3 scalars, vertex count). Scalars, not an array,
+    so the hot loop allocates nothing."""
+    s0 = s1x = s1y = s1z = rx = ry = rz = 0.0
+    nv = 0
+    for f in range(6):
+        poly, m = _face_piece(P, faces[f], n_own[f], o_own[f], n_other, o_other, skip_other, second, buf1, buf2,
+                              dist)
+        if m >= 3:
+            area, qx, qy, qz = _poly_area(poly, m, n_own[f, 0], n_own[f, 1], n_own[f, 2])
+            s0 += o_own[f] * area
+            s1x += n_own[f, 0] * area
+            s1y += n_own[f, 1] * area
+            s1z += n_own[f, 2] * area
+            rx += qx
+            ry += qy
+            rz += qz
+            nv += m
+    return s0, s1x, s1y, s1z, rx, ry, rz, nv
+
+
+@njit(cache=True, error_model="numpy")
 def _intersection_volume(i, j, ctrA, locA, nrmA, offA, radA, ctrB, locB, nrmB, offB, radB, volA, volB, faces,
                          PB, oB, skipA, skipB, buf1, buf2, dist):
     """Exact volume of A_i ∩ B_j (both prepared by _prepare_kernel and ok)."""
@@ -323,38 +346,10 @@ def _intersection_volume(i, j, ctrA, locA, nrmA, offA, radA, ctrB, locB, nrmB, o
     # Divergence theorem about a point r: V = (1/3) sum (o_f - n_f . r) area_f = (s0 - r . s1) / 3. Any r is exact for
     # a closed surface; r = the mean of the pieces' vertices (inside the intersection) makes the result insensitive to
     # the rounding-level seams between nearly coplanar faces of A and B (e.g. a thin wedge where the boxes just touch).
-    s0 = 0.0
-    s1x = 0.0
-    s1y = 0.0
-    s1z = 0.0
-    rx = 0.0
-    ry = 0.0
-    rz = 0.0
-    nv = 0
-    for fa in range(6):
-        poly, m = _face_piece(locAi, faces[fa], nA[fa], oA[fa], nB, oB, skipB, False, buf1, buf2, dist)
-        if m >= 3:
-            area, qx, qy, qz = _poly_area(poly, m, nA[fa, 0], nA[fa, 1], nA[fa, 2])
-            s0 += oA[fa] * area
-            s1x += nA[fa, 0] * area
-            s1y += nA[fa, 1] * area
-            s1z += nA[fa, 2] * area
-            rx += qx
-            ry += qy
-            rz += qz
-            nv += m
-    for fb in range(6):
-        poly, m = _face_piece(PB, faces[fb], nB[fb], oB[fb], nA, oA, skipA, True, buf1, buf2, dist)
-        if m >= 3:
-            area, qx, qy, qz = _poly_area(poly, m, nB[fb, 0], nB[fb, 1], nB[fb, 2])
-            s0 += oB[fb] * area
-            s1x += nB[fb, 0] * area
-            s1y += nB[fb, 1] * area
-            s1z += nB[fb, 2] * area
-            rx += qx
-            ry += qy
-            rz += qz
-            nv += m
+    a0, a1, a2, a3, a4, a5, a6, an = _face_terms(locAi, faces, nA, oA, nB, oB, skipB, False, buf1, buf2, dist)
+    b0, b1, b2, b3, b4, b5, b6, bn = _face_terms(PB, faces, nB, oB, nA, oA, skipA, True, buf1, buf2, dist)
+    s0, s1x, s1y, s1z = a0 + b0, a1 + b1, a2 + b2, a3 + b3
+    rx, ry, rz, nv = a4 + b4, a5 + b5, a6 + b6, an + bn
     if nv == 0:
         return 0.0
     return (s0 - (rx * s1x + ry * s1y + rz * s1z) / nv) / 3.0

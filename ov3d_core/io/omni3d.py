@@ -172,19 +172,12 @@ def gt_boxset(t: AnnotationTable, image_height: np.ndarray, vocabulary, settings
 # --------------------------------------------------------------------------------------------------------------
 # Parsing one file.
 
-def _image_label(records):
+def _record_label(section: str, records):
+    """``label(i)`` -> "section[i] (id N)" for error messages naming a record by index and id."""
     def label(i):
         r = records[i]
         rid = r.get("id") if isinstance(r, dict) else None
-        return f"images[{i}]" + (f" (id {rid})" if isinstance(rid, int) else "")
-    return label
-
-
-def _ann_label(records):
-    def label(i):
-        r = records[i]
-        rid = r.get("id") if isinstance(r, dict) else None
-        return f"annotations[{i}]" + (f" (id {rid})" if isinstance(rid, int) else "")
+        return f"{section}[{i}]" + (f" (id {rid})" if isinstance(rid, int) else "")
     return label
 
 
@@ -202,7 +195,7 @@ def _parse_p2(v):
 
 
 def _parse_images(file: str, doc: dict, info: dict) -> tuple[pd.DataFrame, np.ndarray]:
-    recs = Records(file, doc["images"], _image_label(doc["images"]), "an image object")
+    recs = Records(file, doc["images"], _record_label("images", doc["images"]), "an image object")
     ids = recs.column("id", kind="int")
     K = recs.column("K", (3, 3))
     width = recs.column("width", kind="int")
@@ -264,7 +257,7 @@ def _resolve_gt_categories(recs: Records, file_table: dict[int, str]) -> tuple[n
 
 
 def _parse_annotations(file: str, doc: dict, file_table: dict[int, str]) -> AnnotationTable:
-    recs = Records(file, doc["annotations"], _ann_label(doc["annotations"]), "an annotation object")
+    recs = Records(file, doc["annotations"], _record_label("annotations", doc["annotations"]), "an annotation object")
     n = len(recs)
     ann_id = recs.column("id", kind="int")
     image_id = recs.column("image_id", kind="int")
