@@ -24,7 +24,7 @@ def _templates():
 
 
 with ui.guard("The prompt lab"):
-    import ov3d_core.eval.prompts as prompts
+    import ov3d_core.diagnostics.prompts as prompts
     tpl_mod, all_templates = _templates()
     spec = cache.encoder_spec()
     if spec == "proxy":

@@ -329,7 +329,7 @@ def confusion(cfg_key: str, dataset: str, run: str, protocol: str, min_score: fl
               iou: float = 0.5):
     """The confusion matrix (``eval.confusion.ConfusionMatrix``) of a run, fine or super-category level, plus the
     super-category summary numbers (dict) for ``level="super"``."""
-    import ov3d_core.eval.confusion as conf
+    import ov3d_core.diagnostics.confusion as conf
     import ov3d_core.eval.labels as labels
     b = benchmark(cfg_key)
     ds = b.dataset(dataset)
@@ -346,7 +346,7 @@ def confusion(cfg_key: str, dataset: str, run: str, protocol: str, min_score: fl
 @st.cache_data(show_spinner=False, max_entries=64)
 def protocol_comparison(cfg_key: str, dataset: str, run: str, min_score: float) -> dict:
     """Dataset-level vs target-aware on one run: per-class table, summary, removed predictions."""
-    import ov3d_core.eval.protocols as protocols
+    import ov3d_core.diagnostics.protocol_comparison as protocols
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     view = _label_view(b, dataset, run, "dataset-level", min_score)
@@ -359,7 +359,7 @@ def protocol_comparison(cfg_key: str, dataset: str, run: str, min_score: float) 
 def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, k: int, n: int,
                       seed: int = 0) -> dict:
     """Class-split sensitivity of one run: summary dict and the subset means."""
-    import ov3d_core.eval.splits as splits
+    import ov3d_core.diagnostics.splits as splits
     pc = score(cfg_key, dataset, run, protocol, min_score)["per_category"]
     s = splits.class_split_sensitivity(pd.Series(pc["AP3D"].to_numpy(np.float64), index=pc["category"]),
                                        subset_size=int(k), n_subsets=int(n), seed=seed)
@@ -370,7 +370,7 @@ def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_s
 def transfer(cfg_key: str, protocol: str, min_score: float, prompt_cv: tuple = ()) -> dict:
     """Domain-transfer tables over every (run, dataset) of the benchmark; ``prompt_cv`` ((run, cv) pairs from the
     prompt lab) fills the three-axis table's prompt-robustness column."""
-    import ov3d_core.eval.transfer as tr
+    import ov3d_core.diagnostics.transfer as tr
     b = benchmark(cfg_key)
     board = leaderboard(cfg_key, protocol, min_score)
     results = pd.DataFrame({"run": board["run"], "dataset": board["dataset"], "map3d": board["AP3D"],
@@ -443,7 +443,7 @@ def template_score(cfg_key: str, dataset: str, run: str, spec: str, template: st
 def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, mode: str = "3dmood"
                     ) -> dict:
     """Centre-distance AP and TP errors (3D-MOOD / WildDet3D ODS, or the nuScenes-style variant) of a run."""
-    import ov3d_core.eval.distance as dist
+    import ov3d_core.diagnostics.distance as dist
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     view = _label_view(b, dataset, run, protocol, min_score)
@@ -459,7 +459,7 @@ def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_sco
 def tide(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, fg: float = 0.25, bg: float = 0.1
          ) -> dict:
     """3D TIDE error bins of a run (``eval.errors.tide_3d_view``): bin table, base mAP, binned detections, missed GT."""
-    import ov3d_core.eval.errors as errors
+    import ov3d_core.diagnostics.tide as errors
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     res = errors.tide_3d_view(ds.gt, r.pred, b.pairs(run, dataset), _label_view(b, dataset, run, protocol, min_score),
@@ -471,7 +471,7 @@ def tide(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, 
 @st.cache_data(show_spinner=False, max_entries=64)
 def mono_oracles(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float) -> dict:
     """Monocular oracles of a run (GT depth / size / rotation substituted; ``eval.errors.monocular_oracles_view``)."""
-    import ov3d_core.eval.errors as errors
+    import ov3d_core.diagnostics.oracles as errors
     b = benchmark(cfg_key)
     ds, r = b.dataset(dataset), b.run(run, dataset)
     res = errors.monocular_oracles_view(ds.gt, r.pred, b.pairs(run, dataset),

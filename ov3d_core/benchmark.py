@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ov3d_core.config import BenchmarkConfig, DatasetSpec, RunSpec, load_config
+from ov3d_core.io.config import BenchmarkConfig, DatasetSpec, RunSpec, load_config
 from ov3d_core.errors import InputError
 from ov3d_core.model import Dataset, Run
 

@@ -1,4 +1,4 @@
-"""``python -m ov3d_core <command>``: each command lives in ``ov3d_core/commands/<name>.py`` with a
+"""``ov3d <command>`` (or ``python -m ov3d_core <command>``): each command lives in ``ov3d_core/commands/<name>.py`` with a
 ``register(subparsers)`` function that adds its parser and sets ``func(args) -> int``.
 
 User-input errors (``InputError``) print one line on stderr and exit with status 2, never a traceback.
@@ -16,16 +16,11 @@ COMMANDS = ("evaluate", "demo", "embed", "remap", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ov3d_core", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="ov3d", description="OV3D Explorer: evaluate and diagnose open-vocabulary "
+                                     "monocular 3D detectors.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"ov3d_core.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command whose module is not built yet
-            if exc.name != f"ov3d_core.commands.{name}":
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(f"ov3d_core.commands.{name}").register(sub)
     return parser
 
 

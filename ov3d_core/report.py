@@ -233,7 +233,7 @@ def protocol_tables(bench, options: ReportOptions | None = None, *,
 
     Both protocols score the run's default view after the ``min_score`` threshold.
     """
-    from ov3d_core.eval.protocols import compare_protocols_boxes
+    from ov3d_core.diagnostics.protocol_comparison import compare_protocols_boxes
     from ov3d_core.eval.scoring import threshold_view
 
     options = options or ReportOptions()
@@ -275,7 +275,7 @@ def confusion_tables(bench, scores: Mapping, options: ReportOptions | None = Non
     ``confusion_super_summary`` (one row per (run, dataset) plus a pooled ``(all)`` row) and
     ``confusion_super_pooled`` (row-normalised pooled matrix).
     """
-    from ov3d_core.eval.confusion import confusion_matrix, super_category_confusion, super_category_names
+    from ov3d_core.diagnostics.confusion import confusion_matrix, super_category_confusion, super_category_names
 
     options = options or ReportOptions()
     supers = list(super_category_names())
@@ -371,7 +371,7 @@ def _fine_classes(cm, run: str, dataset: str) -> pd.DataFrame:
 
 def class_split_table(scores: Mapping, options: ReportOptions | None = None) -> pd.DataFrame:
     """Table 9 for every (run, dataset): subset mAP statistics over the per-category AP3D."""
-    from ov3d_core.eval.splits import class_split_sensitivity
+    from ov3d_core.diagnostics.splits import class_split_sensitivity
 
     options = options or ReportOptions()
     rows = []
@@ -403,7 +403,7 @@ def transfer_tables(bench, leaderboard: pd.DataFrame,
                     prompt_cv: Mapping[str, float] | None = None) -> dict[str, pd.DataFrame]:
     """Tables 4/5 and Fig. 5 from the leaderboard: ``transfer``, ``transfer_per_run``, ``transfer_pairs``,
     ``three_axis`` (prompt robustness NaN for runs without an entry in ``prompt_cv``)."""
-    from ov3d_core.eval.transfer import domain_transfer, three_axis_breakdown
+    from ov3d_core.diagnostics.transfer import domain_transfer, three_axis_breakdown
 
     rec = "recall3D@15" if "recall3D@15" in leaderboard else next(c for c in leaderboard if c.startswith("recall"))
     results = pd.DataFrame({"run": leaderboard["run"], "dataset": leaderboard["dataset"],

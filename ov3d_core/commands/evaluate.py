@@ -98,7 +98,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ov3d_core.benchmark import Benchmark
-    from ov3d_core.config import config_from_files, load_config
+    from ov3d_core.io.config import config_from_files, load_config
     from ov3d_core.errors import InputError
     from ov3d_core.eval.scoring import score_pooled
     from ov3d_core.taxonomy import SUBSET_PRESETS

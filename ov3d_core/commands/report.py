@@ -55,7 +55,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ov3d_core.benchmark import Benchmark
-    from ov3d_core.config import load_config
+    from ov3d_core.io.config import load_config
     from ov3d_core.errors import InputError
     from ov3d_core.report import ReportOptions, build_report, write_report
 

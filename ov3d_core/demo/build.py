@@ -2,7 +2,7 @@
 
 Layout of the output folder (``data/demo`` by default)::
 
-    benchmark.yaml                      the benchmark config the app and the CLI read (ov3d_core.config)
+    benchmark.yaml                      the benchmark config the app and the CLI read (ov3d_core.io.config)
     manifest.json                       seed, generator version, counts, sha256 of every GT and prediction file
     indoor/gt.json                      Omni3D GT JSON per dataset (outdoor/, outdoor_av/ likewise)
     indoor/images/<image_id>.jpg        rendered RGB (JPEG)

@@ -1063,7 +1063,7 @@ def cyclist(k: Kit):
         k.cyl((x, r, 0), r * 0.15, 0.06, METAL_RGB, axis="z", res=8)
     k.box((-wb / 2, r - 0.02, -0.02), (wb / 2 - 0.1, r + 0.35, 0.02), frame)
     k.box((wb / 2 - 0.15, r + 0.3, -0.25), (wb / 2 - 0.05, r + 0.38, 0.25), (0.1, 0.1, 0.1))
-    h = k.u(1.6, 1.85)
+    k.u(1.6, 1.85)
     top_name, top = k.colour(TOPS)
     _, legs = k.colour(TROUSERS)
     skin = SKIN[int(k.rng.integers(len(SKIN)))]

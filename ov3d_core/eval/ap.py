@@ -37,7 +37,8 @@ from ov3d_core.eval.matching import (
 )
 from ov3d_core.eval.results import APResult, Matches
 
-__all__ = ["APParams", "APInputs", "evaluate_ap", "evaluate_ap_pooled", "evaluate_view", "OMNI3D_3D_SUMMARY",
+__all__ = ["APParams", "APInputs", "evaluate_ap", "evaluate_ap_pooled", "evaluate_view", "evaluate_inputs",
+           "map3d", "matches_at", "single_threshold", "OMNI3D_3D_SUMMARY",
            "OMNI3D_2D_SUMMARY", "COCO_SUMMARY"]
 
 #: (key, IoU threshold or None for all, range) of Omni3D's 3D summary.
@@ -526,3 +527,36 @@ def evaluate_ap_pooled(parts: Sequence[APInputs], *, n_categories: int, params: 
                       pair_iou2d=np.concatenate(iou2d) if need_2d else None, pred_order=np.concatenate(order),
                       return_matches=return_matches, pred_proximity=np.concatenate(prox), vocabulary=vocabulary)
     return replace(res, part_offsets=tuple(offsets))
+
+
+# ---------------------------------------------------------------------------------------------------- bundles
+def evaluate_inputs(inputs: APInputs, *, n_categories: int, params: APParams | None = None,
+                    return_matches: bool = False):
+    """:func:`~ov3d_core.eval.ap.evaluate_ap` on an :class:`~ov3d_core.eval.ap.APInputs` bundle."""
+    params = params or APParams()
+    if inputs.proximity is not None:
+        params = params.with_(proximity=bool(inputs.proximity))
+    return evaluate_ap(**inputs.arrays(), n_categories=n_categories, params=params, pair_iou2d=inputs.pair_iou2d,
+                       pred_order=inputs.pred_order, return_matches=return_matches)
+
+
+def map3d(inputs: APInputs, *, n_categories: int, params: APParams | None = None) -> float:
+    """mAP_3D in percent: mean precision over all IoU thresholds of ``params``, recall points and present
+    categories, range "all" (Omni3D's AP3D)."""
+    params = params or APParams()
+    return evaluate_inputs(inputs, n_categories=n_categories, params=params).ap("all" if "all" in params.ranges
+                                                                                else params.range_names[0])
+
+
+def single_threshold(params: APParams, thr: float) -> APParams:
+    """``params`` restricted to one IoU threshold (one summary key, the first range)."""
+    return params.with_(iou_thresholds=np.array([thr]), summary_spec=(("AP", None, params.range_names[0]),))
+
+
+def matches_at(inputs: APInputs, thr: float, n_categories: int, params: APParams):
+    """Match records of one IoU threshold (``Matches`` of a single-threshold evaluation)."""
+    res = evaluate_inputs(inputs, n_categories=n_categories, params=single_threshold(params, thr),
+                          return_matches=True)
+    return res.matches
+
+

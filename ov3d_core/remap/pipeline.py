@@ -66,7 +66,6 @@ def crop_source(dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min
     """Crop inputs of ``run`` for ``encoder``: captions from the demo crops file for the proxy, else pixel crops of
     the projected predicted boxes (``pad``, ``min_size`` as in ``crop_boxes``)."""
     records = np.asarray(run.pred.record, dtype=np.int64)
-    n = len(records)
     if uses_captions(encoder):
         if crops_json is None:
             raise InputError(None, f"run {run.name}", "crops",

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from ov3d_app import selection as sel
-from ov3d_core.eval.confusion import ConfusionMatrix
+from ov3d_core.diagnostics.confusion import ConfusionMatrix
 
 
 def test_cell_from_plotly_event():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ov3d_core.eval.calibration import calibrated_acceptance, remap_features, split_images
+from ov3d_core.diagnostics.calibration import calibrated_acceptance, remap_features, split_images
 from tests.beyond.conftest import inputs_from_pairs
 
 
@@ -57,7 +57,7 @@ def test_needs_both_classes():
 
 
 def test_from_remap_wrapper_on_boxes():
-    from ov3d_core.eval.calibration import calibrated_acceptance_from_remap
+    from ov3d_core.diagnostics.calibration import calibrated_acceptance_from_remap
     from ov3d_core.eval.pairs import compute_pairs
     from types import SimpleNamespace
     from tests.beyond.conftest import make_boxset

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ov3d_core.eval.ap import APInputs
-from ov3d_core.eval.consistency import prompt_consistency, prompt_consistency_from_inputs
+from ov3d_core.diagnostics.consistency import prompt_consistency, prompt_consistency_from_inputs
 from ov3d_core.eval.labels import label_view_from_names
 from ov3d_core.eval.pairs import compute_pairs
 from tests.beyond.conftest import make_boxset

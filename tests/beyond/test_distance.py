@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ov3d_core.eval.distance import (
+from ov3d_core.diagnostics.distance import (
     DistanceParams,
     NuScenesParams,
     aligned_scale_iou,

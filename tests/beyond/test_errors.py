@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from ov3d_core.eval.errors import map3d, monocular_oracles, monocular_oracles_view, tide_3d
+from ov3d_core.diagnostics.oracles import monocular_oracles, monocular_oracles_view
+from ov3d_core.diagnostics.tide import tide_3d
+from ov3d_core.eval.ap import map3d
 from ov3d_core.eval.labels import label_view_from_names
 from ov3d_core.eval.pairs import compute_pairs
 from tests.beyond.conftest import inputs_from_pairs, make_boxset

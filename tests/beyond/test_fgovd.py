@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ov3d_core.eval.errors import map3d
-from ov3d_core.eval.fgovd import (
+from ov3d_core.eval.ap import map3d
+from ov3d_core.diagnostics.fgovd import (
     associate_true_class,
     class_agnostic_nms,
     gt_label_ranks,
@@ -14,7 +14,7 @@ from ov3d_core.eval.fgovd import (
     restricted_argmax,
     vocabulary_size_curve,
 )
-from ov3d_core.eval.semantic import cosine_similarity_matrix
+from ov3d_core.diagnostics.semantic import cosine_similarity_matrix
 from tests.beyond.conftest import inputs_from_pairs, make_boxset
 
 

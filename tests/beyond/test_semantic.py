@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ov3d_core.eval.confusion import ConfusionMatrix
-from ov3d_core.eval.semantic import embedding_cost, semantic_confusion_cost, tree_cost
+from ov3d_core.diagnostics.confusion import ConfusionMatrix
+from ov3d_core.diagnostics.semantic import embedding_cost, semantic_confusion_cost, tree_cost
 
 NAMES = ("chair", "sofa", "toilet")
 # sofa is close to chair in this toy embedding, toilet is far

@@ -67,7 +67,7 @@ def test_benchmark_yaml_matches_the_agreed_format(tiny_build):
         if r["format"] == "cubercnn-pth":
             assert r["category_list"] == list(D.CLOSED_VOCABULARY) == r["closed_vocabulary"]
     # the lead's config reader accepts it
-    from ov3d_core.config import load_config
+    from ov3d_core.io.config import load_config
 
     cfg = load_config(out / "benchmark.yaml")
     assert len(cfg.runs) == len(doc["runs"])

@@ -25,7 +25,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ov3d_core.eval.confusion import (
+from ov3d_core.diagnostics.confusion import (
     ConfusionMatrix,
     confusion_matrix,
     hungarian_matches,

@@ -7,10 +7,11 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from ov3d_core.eval.ap import APParams, evaluate_view
-from ov3d_core.eval.confusion import confusion_matrix
+from ov3d_core.diagnostics.confusion import confusion_matrix
 from ov3d_core.eval.labels import gt_codes, label_view_from_names
 from ov3d_core.eval.pairs import compute_pairs
-from ov3d_core.eval.protocols import compare_protocols_boxes, target_aware_view
+from ov3d_core.diagnostics.protocol_comparison import compare_protocols_boxes
+from ov3d_core.eval.protocols import target_aware_view
 from tests.diagnostics.scenes import random_scene
 
 VOCAB = ("car", "van", "truck", "chair", "table")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ov3d_core.eval.prompts import (
+from ov3d_core.diagnostics.prompts import (
     coefficient_of_variation,
     label_flips,
     per_class_prompt_spread,

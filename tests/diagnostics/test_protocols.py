@@ -26,14 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ov3d_core.eval.protocols import (
-    CROSS_CLASS_IOU,
-    compare_protocols,
-    images_with_gt_mask,
-    present_class_mask,
-    removed_predictions,
-    target_aware_view,
-)
+from ov3d_core.diagnostics.protocol_comparison import compare_protocols, removed_predictions
+from ov3d_core.eval.protocols import CROSS_CLASS_IOU, images_with_gt_mask, present_class_mask, target_aware_view
 from tests.diagnostics.scenes import make_pairs, make_view
 
 VOCAB = ("car", "van", "truck", "sofa")

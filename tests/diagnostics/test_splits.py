@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ov3d_core.eval.splits import class_split_sensitivity, draw_subsets
+from ov3d_core.diagnostics.splits import class_split_sensitivity, draw_subsets
 
 
 def _slow(ap_pool, subset_size, n_subsets, seed):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ov3d_core.eval.transfer import domain_transfer, three_axis_breakdown
+from ov3d_core.diagnostics.transfer import domain_transfer, three_axis_breakdown
 
 TRAINED_ON = {"A": ["KITTI"], "B": ["nuScenes"], "C": ["SUNRGBD"]}
 ENV = {"KITTI": "outdoor", "nuScenes": "outdoor", "AV2": "outdoor", "SUNRGBD": "indoor", "ARKitScenes": "indoor",

@@ -1,6 +1,6 @@
 """Confusion cost weighted by semantic distance: confusing a sofa for a chair should cost less than a toilet for a
 chair. Pure functions of a confusion-count matrix (rows = GT class, columns = predicted label, as
-``ov3d_core.eval.confusion.ConfusionMatrix``) and a class-by-class cost.
+``ov3d_core.diagnostics.confusion.ConfusionMatrix``) and a class-by-class cost.
 
 Costs:
 

@@ -78,7 +78,7 @@ def _pred_pairs(image, corners, box2d, mode: str):
         c = np.asarray(corners, np.float64)
         ia, ib = candidate_pairs(image, image, c, c, b, b)
     else:  # every pair of the same image
-        from ov3d_core.eval.distance import same_group_pairs
+        from ov3d_core.diagnostics.distance import same_group_pairs
 
         _, code = np.unique(image, return_inverse=True)
         ia, ib = same_group_pairs(code.astype(np.int64), code.astype(np.int64))
@@ -271,7 +271,7 @@ def vocabulary_size_curve(inputs: APInputs, score_matrix, similarity, *, n_categ
         DataFrame: ``k``, ``AP3D`` (percent), ``accuracy`` (associated predictions given their true class),
         ``median_rank`` / ``median_rank_fgovd`` / ``mean_rank`` of the true class among its k + 1 candidates.
     """
-    from ov3d_core.eval.errors import map3d
+    from ov3d_core.eval.ap import map3d
 
     S = np.asarray(score_matrix, np.float64)
     V = int(n_categories)

@@ -30,9 +30,9 @@ def recovered_by(inputs: APInputs, *, n_categories: int, iou: float = 0.5,
                  params: APParams | None = None) -> np.ndarray:
     """``(n_gt,)`` prediction row matched to each GT at 3D IoU >= ``iou`` (same class, Omni3D greedy), -1 if none
     (ignored and non-evaluated GT: -1)."""
-    from ov3d_core.eval.errors import _matches_at
+    from ov3d_core.eval.ap import matches_at
 
-    m = _matches_at(inputs, iou, int(n_categories), params or APParams())
+    m = matches_at(inputs, iou, int(n_categories), params or APParams())
     ok = m.gt_evaluated & ~m.gt_ignore
     return np.where(ok, m.gt_match[0], -1)
 

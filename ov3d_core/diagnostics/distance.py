@@ -368,7 +368,7 @@ def center_distance_eval(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R
     a = _prep(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_image, pred_label, pred_score,
               pred_center, pred_dims, pred_R)
     K = int(n_categories)
-    n_gt, n_pred = len(a["gt_label"]), len(a["pred_label"])
+    _n_gt, n_pred = len(a["gt_label"]), len(a["pred_label"])
     lo, hi = p.depth_range
     gz, pz = a["gt_center"][:, 2], a["pred_center"][:, 2]
     gt_ign = a["gt_ignore"] | (gz < lo) | (gz > hi)

@@ -101,7 +101,7 @@ def calibrated_acceptance(inputs: APInputs, features, fixed_keep, *, n_categorie
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from ov3d_core.eval.errors import _matches_at, map3d
+    from ov3d_core.eval.ap import map3d, matches_at
 
     params = params or APParams()
     K = int(n_categories)
@@ -123,7 +123,7 @@ def calibrated_acceptance(inputs: APInputs, features, fixed_keep, *, n_categorie
     pred_image = np.asarray(inputs.pred_image)
     gt_image = np.asarray(inputs.gt_image)
 
-    m = _matches_at(inputs, tp_iou, K, params)
+    m = matches_at(inputs, tp_iou, K, params)
     finite = np.isfinite(X).all(axis=1)
     usable = m.dt_evaluated & ~m.dt_ignore[0] & finite & (label >= 0)
     tp = m.dt_evaluated & (m.dt_match[0] >= 0) & ~m.dt_ignore[0]

@@ -1,0 +1,45 @@
+"""Group-wise operations on sparse pair tables and image keys, shared by the engine and the diagnostics.
+
+One owner each: the best value per group (best IoU per prediction or per GT), the position of (gt, pred) pairs in a
+pair table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["argmax_by_group", "pair_index"]
+
+
+def argmax_by_group(group: np.ndarray, value: np.ndarray, other: np.ndarray, n_groups: int):
+    """Per group: max value and the ``other`` at the max (ties: smallest ``other``); -inf / -1 where empty."""
+    best = np.full(n_groups, -np.inf)
+    arg = np.full(n_groups, -1, np.int64)
+    if len(group) == 0:
+        return best, arg
+    o = np.lexsort((other, -value, group))
+    g = group[o]
+    first = np.r_[True, g[1:] != g[:-1]]
+    best[g[first]] = value[o][first]
+    arg[g[first]] = other[o][first]
+    return best, arg
+
+
+def pair_index(pg: np.ndarray, pp: np.ndarray, g: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Positions of the pairs (g[i], d[i]) in (pg, pp), -1 where not stored."""
+    g = np.asarray(g, np.int64)
+    d = np.asarray(d, np.int64)
+    out = np.full(len(g), -1, np.int64)
+    if len(pg) == 0 or len(g) == 0:
+        return out
+    n = int(max(pp.max(), d.max())) + 1
+    key = pg * n + pp
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    want = g * n + d
+    pos = np.clip(np.searchsorted(ks, want), 0, len(ks) - 1)
+    hit = (ks[pos] == want) & (g >= 0) & (d >= 0)
+    out[hit] = order[pos[hit]]
+    return out
+
+
