@@ -1,7 +1,7 @@
 """A loaded benchmark: datasets, runs and their cached geometry, loaded lazily and memoised.
 
-This is the one object the CLI and the app hold. It reads files through ``ov3d_core.io``, keeps the sparse
-GT x prediction geometry in a ``PairCache`` on disk, and hands out label views that the evaluator re-scores.
+It reads files through ``ov3d_core.io`` and keeps the sparse GT x prediction geometry in a ``PairCache`` on disk.
+Scoring and every analysis go through ``ov3d_core.analysis.Analysis``, which wraps one of these.
 """
 
 from __future__ import annotations
@@ -29,8 +29,31 @@ class Benchmark:
         self._pair_cache = None
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "Benchmark":
-        return cls(load_config(path))
+    def from_yaml(cls, path: str | Path, **kw) -> "Benchmark":
+        """A benchmark config file (keywords go to ``load_config``)."""
+        return cls(load_config(path, **kw))
+
+    @classmethod
+    def from_objects(cls, dataset: Dataset, runs: list[Run], *, cache_dir: str | Path | None = None) -> "Benchmark":
+        """A benchmark over data already in memory: one ``Dataset`` and its ``Run`` objects (no file is read).
+        Geometry is cached under ``cache_dir`` (default: a fresh temporary folder)."""
+        import tempfile
+
+        names = [r.name for r in runs]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise InputError(None, f"run {dup}", "name", "a unique run name", dup)
+        ds_spec = DatasetSpec(name=dataset.name, gt=(), environment=dataset.environment,
+                              proximity=dataset.proximity)
+        specs = {(r.name, dataset.name): RunSpec(name=r.name, dataset=dataset.name, predictions=Path(f"<memory:{r.name}>"))
+                 for r in runs}
+        root = Path(cache_dir) if cache_dir is not None else Path(tempfile.mkdtemp(prefix="ov3d-cache-"))
+        b = cls(BenchmarkConfig(name=dataset.name, path=None, datasets={dataset.name: ds_spec}, runs=specs,
+                                cache_dir=root))
+        b._datasets[dataset.name] = dataset
+        for r in runs:
+            b._runs[(r.name, dataset.name)] = r
+        return b
 
     # ---------------------------------------------------------------- names
     @property
@@ -169,22 +192,3 @@ class Benchmark:
         base = self.config.path.parent if self.config.path else Path(".")
         p = base / pattern.format(image_id=image_id)
         return p if p.exists() else None
-
-    # ---------------------------------------------------------------- scoring
-    def default_view(self, run: str, dataset: str):
-        from ov3d_core.eval.scoring import default_view
-
-        return default_view(self.dataset(dataset), self.run(run, dataset))
-
-    def score(self, run: str, dataset: str, *, protocol: str = "dataset-level", min_score: float = 0.0,
-              view=None, **kw):
-        """``RunScore`` of a run: the default (or given) label view under a protocol and score threshold."""
-        from ov3d_core.eval.scoring import score_run
-
-        return score_run(self.dataset(dataset), self.run(run, dataset), self.pairs(run, dataset),
-                         protocol=protocol, min_score=min_score, view=view, **kw)
-
-    def evaluate(self, dataset: str, run: str, view=None, *, protocol: str = "dataset-level") -> dict:
-        """Summary numbers (AP3D, AP3D@15, ..., recall3D@15) of a run on a dataset (argument order as the remap
-        CLI uses it)."""
-        return self.score(run, dataset, protocol=protocol, view=view).summary

@@ -1,55 +1,52 @@
-"""Whole-benchmark diagnostics report: every table of the OV3D-Bench paper for every (run, dataset) of a benchmark.
+"""Whole-benchmark report: every table the app shows, for every (run, dataset) of a benchmark, in one folder.
 
-Two halves, as in nuscenes-devkit's eval (pure algorithm module, separate render step):
+Two halves, as in nuscenes-devkit's eval (pure tables, separate writer):
 
-- **Tables** (pure): :func:`report_tables` takes a :class:`~ov3d_core.benchmark.Benchmark` and
-  :class:`ReportOptions` and returns ``{name: DataFrame}``; each piece is its own function
-  (:func:`score_all`, :func:`leaderboard_table`, :func:`per_category_table`, :func:`protocol_tables`,
-  :func:`confusion_tables`, :func:`class_split_table`, :func:`transfer_tables`). :func:`build_report` bundles the
-  tables with a JSON-friendly summary and the notes a reader needs.
+- **Tables** (pure): :func:`report_tables` takes an :class:`~ov3d_core.analysis.Analysis` and :class:`ReportOptions`
+  and returns ``{name: DataFrame}``. Every number comes from an ``Analysis`` method for a ``View`` — the same call
+  the app's pages and ``ov3d evaluate`` make — so a table here equals what the app renders for the same view
+  (``tests/report/test_app_parity.py`` holds them together page by page).
 - **Writer**: :func:`write_report` writes every table as CSV, the readable ones as Markdown, the main ones as
-  LaTeX (``tabular`` via ``DataFrame.style.to_latex``, 2 decimals, NaN as ``--``), plus ``index.md``,
-  ``README.md`` and ``summary.json``.
-
-Every number comes from the same functions the ``evaluate`` CLI and the app use (``Benchmark.score`` ->
-``RunScore``), so a leaderboard row equals ``Benchmark.score(run, dataset, protocol=..., min_score=...).summary``.
+  LaTeX (``ov3d_core.tables``), plus ``index.md``, ``README.md`` and ``summary.json``.
 
 Units: AP values are percent (0-100); recall, shares, fractions and ratios are fractions (0-1). NaN means "not
 defined" (no GT, too few classes for a subset, no in-domain reference, no prompt results); it is never filled in.
 
 Decisions where the brief and the paper are silent:
 
-- ``--protocol`` picks the protocol of the leaderboard, per-category, confusion, class-split, transfer and
-  three-axis tables. The protocol comparison (Table 7) always scores both protocols on the same thresholded view.
-- Confusion matrices use the protocol's scored view (``RunScore.view``), 3D IoU >= ``confusion_iou`` (paper: 0.5),
-  non-ignored vocabulary GT only. The pooled super-category matrix (Fig. 4) sums the counts of every (run, dataset);
-  its cross-super share is ``sum(super off-diagonal) / sum(fine off-diagonal)`` over all of them.
-- Class splits draw with the same ``seed`` for every (run, dataset), so two rows with the same number of classes use
-  the same subsets.
-- Domain transfer: a run's ``trained_on`` is the union over its config entries; environments come from the config
-  (``DatasetSpec.environment``), else from the loaded dataset. Training datasets that are not in the config have no
-  known environment, which can leave a run's same-environment flag unknown.
-- Prompt robustness (Fig. 5) is NaN unless per-run prompt CVs are passed in (``prompt_cv``): a report never invents
-  prompt results.
+- ``protocol`` applies to every table but the protocol comparison (Table 7), which scores both protocols on the
+  same thresholded view.
+- Confusion matrices: the protocol's scored view, 3D IoU >= ``confusion_iou`` (paper: 0.5), non-ignored vocabulary
+  GT only. The pooled super-category matrix (Fig. 4) sums the counts of every (run, dataset); its cross-super share
+  is ``sum(super off-diagonal) / sum(fine off-diagonal)`` over all of them.
+- Class splits draw with the same ``seed`` for every (run, dataset).
+- Domain transfer: a run's ``trained_on`` is the union over its config entries; a dataset's environment is the
+  config's ``environment:``, else the loader's (``Analysis.environment``: the one rule the app uses too).
+- Prompt tables (Table 8, PCR/PLC, FG-OVD ranks, vocabulary curve, calibration) need an encoder (``encoder``):
+  every remappable run (``Analysis.remappable_runs``) is remapped under the 15 preset templates at θ (default: the
+  encoder's). Prompt robustness in the three-axis table (Fig. 5) is 1 - the mean CV over datasets; without an
+  encoder it is NaN (never invented).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ov3d_core.eval.protocols import CROSS_CLASS_IOU
+from ov3d_core.analysis import DEFAULT_TEMPLATES, Analysis, RemapSpec, View
+from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY
+from ov3d_core.tables import to_latex, to_markdown
 
-__all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "score_all", "leaderboard_table", "pivot_table",
+__all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "report_views", "leaderboard_table", "pivot_table",
            "per_category_table", "protocol_tables", "confusion_tables", "class_split_table", "transfer_tables",
-           "report_tables", "build_report", "write_report", "to_markdown", "to_latex"]
+           "tide_tables", "oracle_table", "distance_tables", "semantic_table", "prompt_tables",
+           "report_tables", "build_report", "write_report"]
 
 ALL = "(all)"
 
@@ -61,12 +58,15 @@ class ReportOptions:
     Attributes:
         protocol: "dataset-level" (the paper's) or "target-aware", for every table but the protocol comparison.
         min_score: drop predictions scoring below this before anything is scored.
-        n_subsets: random class subsets per (run, dataset) in the class-split table (paper: 5,000).
-        subset_size: classes per subset (paper: 10).
-        seed: seed of the subset generator.
+        n_subsets, subset_size, seed: the class-split table (paper: 5,000 random 10-class subsets).
         confusion_iou: 3D IoU of the one-to-one confusion assignment (paper: 0.5).
-        cross_class_iou: 3D IoU at which a prediction removed by the target-aware oracle counts as sitting on a GT
-            of another class.
+        cross_class_iou: 3D IoU at which an oracle-removed prediction counts as sitting on a GT of another class.
+        tide_fg, tide_bg: 3D TIDE foreground / background IoUs.
+        distance_modes: centre-distance modes of the distance tables.
+        encoder: remap encoder for the prompt tables ("proxy", "hf:..."); None: no prompt tables.
+        theta: remap threshold (None: the encoder's default); score_mode: remap score fusion.
+        templates: the templates of the prompt probe (default: the 15 presets).
+        remap_runs: restrict the prompt tables to these runs (None: every remappable run).
     """
 
     protocol: str = "dataset-level"
@@ -74,18 +74,32 @@ class ReportOptions:
     n_subsets: int = 5000
     subset_size: int = 10
     seed: int | None = 0
-    confusion_iou: float = 0.5
+    confusion_iou: float = CONFUSION_IOU
     cross_class_iou: float = CROSS_CLASS_IOU
+    tide_fg: float = 0.25
+    tide_bg: float = 0.1
+    distance_modes: tuple[str, ...] = ("3dmood", "nuscenes")
+    encoder: str | None = None
+    theta: float | None = None
+    score_mode: str = "detector"
+    templates: tuple[str, ...] = DEFAULT_TEMPLATES
+    remap_runs: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        from ov3d_core.eval.scoring import PROTOCOLS
-
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {self.protocol!r}")
         if self.n_subsets < 1 or self.subset_size < 1:
             raise ValueError(f"Expected positive n_subsets and subset_size, got {self.n_subsets}, {self.subset_size}")
         if not 0.0 < self.confusion_iou <= 1.0:
             raise ValueError(f"confusion_iou: expected a value in (0, 1], got {self.confusion_iou}")
+
+    def view(self, dataset: str, run: str | None = None, **kw) -> View:
+        return View(dataset=dataset, run=run, protocol=self.protocol, min_score=self.min_score, **kw)
+
+    def remap_spec(self) -> RemapSpec | None:
+        if self.encoder is None:
+            return None
+        return RemapSpec(encoder=self.encoder, theta=self.theta, score_mode=self.score_mode)
 
 
 @dataclass(frozen=True)
@@ -105,8 +119,9 @@ TABLES: dict[str, TableSpec] = {
     "leaderboard": TableSpec(
         "Leaderboard", "Tables 3/4",
         "One row per (run, dataset): Omni3D AP3D (mean over IoU 0.05:0.50), AP3D at IoU 0.15/0.25/0.50, AP3D by "
-        "depth (near/medium/far) and 3D class-agnostic recall at IoU 0.15 (fraction).",
-        latex=True, latex_drop=("environment", "protocol", "n_images", "n_pred")),
+        "depth (near/medium/far) and 3D class-agnostic recall at IoU 0.15 (fraction); predictions outside the "
+        "vocabulary are counted (not scored).",
+        latex=True, latex_drop=("environment", "protocol", "n_images", "n_pred", "n_out_of_vocabulary")),
     "map3d": TableSpec("mAP_3D per run and dataset", "Tables 3/4", "AP3D (percent), runs x datasets.", latex=True),
     "recall": TableSpec("3D class-agnostic recall", "Table 2",
                         "Fraction of non-ignored GT matched by some kept prediction at 3D IoU >= 0.15, regardless of "
@@ -114,6 +129,9 @@ TABLES: dict[str, TableSpec] = {
     "per_category": TableSpec("Per-category AP", "Tables 3/4 (per class)",
                               "One row per (run, dataset, category): n_gt, n_pred, AP3D and its slices, AR and "
                               "class-agnostic recall of the category's GT."),
+    "out_of_vocabulary": TableSpec("Predictions outside the vocabulary", "(not in the paper)",
+                                   "Per (run, dataset, category): predictions whose category is not in the "
+                                   "evaluated vocabulary; not scored (as Omni3D), counted here."),
     "protocol_summary": TableSpec(
         "Dataset-level vs target-aware protocol", "Table 7",
         "mAP_3D of the same predictions under both protocols, target-aware / dataset-level ratio, and the "
@@ -142,6 +160,9 @@ TABLES: dict[str, TableSpec] = {
                                         "Row-normalised super-category matrix summed over every run and dataset "
                                         "(rows: GT, columns: predicted), with matched and missed GT counts.",
                                         latex=True),
+    "semantic_confusion": TableSpec("Semantic-distance-weighted confusion", "(the paper's future work)",
+                                    "Per (run, dataset): matched GT, confusions, their share, and their mean cost "
+                                    "under the super-category tree (same super-category 0.5, else 1)."),
     "class_splits": TableSpec(
         "Class-split sensitivity", "Table 9",
         "mAP over random class subsets: mean +- std (population), min/max, adverse (bottom classes) and "
@@ -157,49 +178,67 @@ TABLES: dict[str, TableSpec] = {
                                 "Per dataset: every (in-domain run, same-environment out-of-domain run) pair."),
     "three_axis": TableSpec(
         "Three-axis breakdown", "Fig. 5",
-        "Per run: geometric (mean recall), semantic (mean mAP_3D, in/out of domain), prompt robustness (1 - CV; NaN "
-        "without prompt results) and cross-domain ratio, with ranks (1 = best).", latex=True),
+        "Per run: geometric (mean recall), semantic (mean mAP_3D, in/out of domain), prompt robustness (1 - mean "
+        "CV over datasets; NaN without an encoder) and cross-domain ratio, with ranks (1 = best).", latex=True),
+    "tide": TableSpec("3D TIDE error bins", "(TIDE in 3D)",
+                      "Per (run, dataset, bin): count and the mAP_3D gained by fixing only that bin (percentage "
+                      "points; the bins do not sum)."),
+    "tide_examples": TableSpec("3D TIDE examples", "(TIDE in 3D)",
+                               "The highest-scoring false positives of every bin (and missed GT) per (run, dataset).",
+                               markdown=False),
+    "oracles": TableSpec("Monocular oracles", "(beyond the paper)",
+                         "Per (run, dataset, factor): mAP_3D after replacing depth / size / rotation (or all) of "
+                         "every associated prediction by its GT's, and the gain."),
+    "distance": TableSpec("Centre-distance AP and ODS", "WildDet3D / 3D-MOOD, nuScenes",
+                          "Per (run, dataset, mode): centre-distance AP (percent), mean TP errors (mATE, mAOE, mASE: "
+                          "fractions) and ODS (percent)."),
+    "distance_per_category": TableSpec("Centre-distance AP per category", "WildDet3D / 3D-MOOD, nuScenes",
+                                       "Per (run, dataset, mode, category).", markdown=False),
+    "prompt_templates": TableSpec("mAP_3D per prompt template", "Table 8",
+                                  "Per remapped (run, dataset, template): AP3D, AP3D@25 (percent), recall and the "
+                                  "number of boxes kept."),
+    "prompt_sensitivity": TableSpec("Prompt sensitivity", "Table 8",
+                                    "Per remapped (run, dataset): mAP_3D per prompt type, mean, CV (population "
+                                    "std / mean) and the standard -> overdetailed drop.", latex=True),
+    "prompt_consistency": TableSpec("Prompt consistency (PCR / PLC)", "Pro-Bench",
+                                    "Per remapped (run, dataset): GT recovered under every template (PCR), the "
+                                    "localisation agreement of their boxes (PLC), recall under any / on average."),
+    "label_ranks": TableSpec("Rank of the correct label", "FG-OVD",
+                             "Per remapped (run, dataset): median (usual and FG-OVD's) and mean rank of the GT class "
+                             "among the remapped scores of the box that covers it."),
+    "vocabulary_curve": TableSpec("mAP_3D vs vocabulary size", "FG-OVD",
+                                  "Per remapped (run, dataset, k): mAP_3D when each associated box chooses among its "
+                                  "GT class and the k most similar classes."),
+    "calibration": TableSpec("Calibrated remap acceptance", "(the paper's limitation)",
+                             "Per remapped (run, dataset, rule): held-out mAP_3D of the fixed-θ rule vs a logistic "
+                             "model of P(TP) from similarity, margin, detector score and size."),
 }
 
-_FRACTION = re.compile(r"recall|share|ratio|fraction|diag|geometric|robustness|accuracy|delta_rel")
+
+#: Tables that need an encoder (``ReportOptions.encoder``); left out without one.
+PROMPT_TABLES = ("prompt_templates", "prompt_sensitivity", "prompt_consistency", "label_ranks", "vocabulary_curve",
+                 "calibration")
 
 
 # ==================================================================================================== tables
-def score_all(bench, options: ReportOptions | None = None, *, progress: Callable | None = None) -> dict:
-    """``{(run, dataset): RunScore}`` for every run of the benchmark, in config order."""
+def report_views(a: Analysis, options: ReportOptions | None = None, *, progress: Callable | None = None
+                 ) -> list[View]:
+    """One :class:`View` per (run, dataset) of the config, in config order (each run's geometry computed here)."""
     options = options or ReportOptions()
-    specs = list(bench.config.runs.values())
-    it = progress(specs) if progress else specs
-    return {(s.name, s.dataset): bench.score(s.name, s.dataset, protocol=options.protocol,
-                                             min_score=options.min_score) for s in it}
+    specs = list(a.benchmark.config.runs.values())
+    views = []
+    for s in (progress(specs) if progress else specs):
+        a.benchmark.pairs(s.name, s.dataset)
+        views.append(options.view(s.dataset, s.name))
+    return views
 
 
-def _environment(bench, dataset: str) -> str | None:
-    spec = bench.config.datasets.get(dataset)
-    env = spec.environment if spec is not None else None
-    if env is None and spec is not None:
-        env = getattr(bench.dataset(dataset), "environment", None)
-    return env
+def leaderboard_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
+    """One row per (run, dataset): :meth:`Analysis.leaderboard_row` (run first)."""
+    from ov3d_core.analysis import LEADERBOARD_COLUMNS
 
-
-def leaderboard_table(bench, scores: Mapping) -> pd.DataFrame:
-    """One row per (run, dataset): identity columns, then ``RunScore.summary`` unchanged (same keys, same order)."""
-    rows = []
-    for (run, dataset), sc in scores.items():
-        spec = bench.run_spec(run, dataset)
-        ds = bench.dataset(dataset)
-        rows.append({"run": run, "dataset": dataset, "environment": _environment(bench, dataset),
-                     "in_domain": spec.in_domain, "protocol": sc.protocol, "n_images": int(len(ds.images)),
-                     "n_gt": int(sc.recall.n_gt), "n_pred": int(np.count_nonzero(sc.view.evaluated)),
-                     **{k: float(v) for k, v in sc.summary.items()}})
-    cols = ["run", "dataset", "environment", "in_domain", "protocol", "n_images", "n_gt", "n_pred"]
-    return pd.DataFrame(rows, columns=cols + _summary_keys(scores))
-
-
-def _summary_keys(scores: Mapping) -> list[str]:
-    for sc in scores.values():
-        return list(sc.summary)
-    return ["AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F", "recall3D@15"]
+    cols = ["run", "dataset"] + [c for c in LEADERBOARD_COLUMNS if c not in ("run", "dataset")]
+    return pd.DataFrame([a.leaderboard_row(v) for v in views], columns=LEADERBOARD_COLUMNS)[cols]
 
 
 def pivot_table(long: pd.DataFrame, value: str, datasets: list[str] | None = None) -> pd.DataFrame:
@@ -213,51 +252,11 @@ def pivot_table(long: pd.DataFrame, value: str, datasets: list[str] | None = Non
     return wide.astype(np.float64).reset_index()
 
 
-def per_category_table(scores: Mapping) -> pd.DataFrame:
-    """One row per (run, dataset, category): ``RunScore.per_category`` with run, dataset and super-category."""
-    from ov3d_core.taxonomy import super_category
-
-    parts = []
-    for (run, dataset), sc in scores.items():
-        df = sc.per_category
-        df.insert(0, "run", run)
-        df.insert(1, "dataset", dataset)
-        df.insert(3, "super_category", [super_category(c) for c in df["category"]])
-        parts.append(df)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "dataset", "category"])
-
-
-def protocol_tables(bench, options: ReportOptions | None = None, *,
-                    progress: Callable | None = None) -> dict[str, pd.DataFrame]:
-    """Table 7 for every (run, dataset): ``protocol_summary``, ``protocol_per_class``, ``protocol_removed``.
-
-    Both protocols score the run's default view after the ``min_score`` threshold.
-    """
-    from ov3d_core.diagnostics.protocol_comparison import compare_protocols_boxes
-    from ov3d_core.eval.scoring import threshold_view
-
-    options = options or ReportOptions()
-    summ, per_class, removed = [], [], []
-    specs = list(bench.config.runs.values())
-    for s in (progress(specs) if progress else specs):
-        ds, r = bench.dataset(s.dataset), bench.run(s.name, s.dataset)
-        view = threshold_view(bench.default_view(s.name, s.dataset), options.min_score)
-        cmp = compare_protocols_boxes(ds.gt, r.pred, bench.pairs(s.name, s.dataset), view, proximity=ds.proximity,
-                                      overlap_threshold=options.cross_class_iou, keep_results=False)
-        key = {"run": s.name, "dataset": s.dataset}
-        summ.append({**key, "n_categories": int(np.isfinite(cmp.ap_dataset_level).sum()), **cmp.summary()})
-        pc = cmp.to_frame()
-        rm = cmp.removed.copy()
-        for df in (pc, rm):
-            df.insert(0, "run", s.name)
-            df.insert(1, "dataset", s.dataset)
-        per_class.append(pc)
-        removed.append(rm)
-    cols = ["run", "dataset", "n_categories", "map_dataset_level", "map_target_aware", "delta_abs", "ratio",
-            "n_removed", "n_removed_cross_class", "count_ignored_as_present", "only_images_with_gt",
-            "overlap_threshold"]
-    return {"protocol_summary": pd.DataFrame(summ, columns=cols),
-            "protocol_per_class": _concat(per_class), "protocol_removed": _concat(removed)}
+def _keyed(df: pd.DataFrame, view: View, **extra) -> pd.DataFrame:
+    df = df.copy()
+    for i, (k, v) in enumerate({"run": view.run, "dataset": view.dataset, **extra}.items()):
+        df.insert(i, k, v)
+    return df
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
@@ -268,49 +267,66 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(non_empty, ignore_index=True) if non_empty else parts[0].iloc[0:0].reset_index(drop=True)
 
 
-def confusion_tables(bench, scores: Mapping, options: ReportOptions | None = None) -> dict[str, pd.DataFrame]:
-    """Fig. 2 and Fig. 4 for every (run, dataset), and the super-category matrix pooled over all of them.
+def per_category_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
+    """One row per (run, dataset, category): :meth:`Analysis.per_category` with run, dataset and super-category."""
+    from ov3d_core.taxonomy import super_category
 
-    Returns ``confusion_fine`` (non-zero cells), ``confusion_fine_classes``, ``confusion_super`` (every cell),
-    ``confusion_super_summary`` (one row per (run, dataset) plus a pooled ``(all)`` row) and
-    ``confusion_super_pooled`` (row-normalised pooled matrix).
-    """
-    from ov3d_core.diagnostics.confusion import confusion_matrix, super_category_confusion, super_category_names
+    parts = []
+    for v in views:
+        df = _keyed(a.per_category(v), v)
+        df.insert(3, "super_category", [super_category(c) for c in df["category"]])
+        parts.append(df)
+    return _concat(parts) if parts else pd.DataFrame(columns=["run", "dataset", "category"])
 
-    options = options or ReportOptions()
+
+def out_of_vocabulary_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
+    return _concat([_keyed(a.out_of_vocabulary(v), v) for v in views])
+
+
+def protocol_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """Table 7 for every (run, dataset): ``protocol_summary``, ``protocol_per_class``, ``protocol_removed``."""
+    summ, per_class, removed = [], [], []
+    for v in views:
+        cmp = a.protocol_comparison(v, overlap_threshold=options.cross_class_iou)
+        summ.append({"run": v.run, "dataset": v.dataset, "n_categories": int(np.isfinite(cmp.ap_dataset_level).sum()),
+                     **cmp.summary()})
+        per_class.append(_keyed(cmp.to_frame(), v))
+        removed.append(_keyed(cmp.removed, v))
+    cols = ["run", "dataset", "n_categories", "map_dataset_level", "map_target_aware", "delta_abs", "ratio",
+            "n_removed", "n_removed_cross_class", "count_ignored_as_present", "only_images_with_gt",
+            "overlap_threshold"]
+    return {"protocol_summary": pd.DataFrame(summ, columns=cols),
+            "protocol_per_class": _concat(per_class), "protocol_removed": _concat(removed)}
+
+
+def confusion_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """Fig. 2 and Fig. 4 for every (run, dataset), and the super-category matrix pooled over all of them."""
+    from ov3d_core.diagnostics.confusion import super_category_names
+
     supers = list(super_category_names())
     fine, fine_cls, sup_long, summary = [], [], [], []
     pooled = np.zeros((len(supers), len(supers)), np.int64)
     pooled_missed = np.zeros(len(supers), np.int64)
     n_fine_conf_all = 0
-    for (run, dataset), sc in scores.items():
-        ds = bench.dataset(dataset)
-        cm = confusion_matrix(sc.pairs, sc.view, sc.gt_label, ds.gt.ignore, ds.gt.image_id,
-                              iou_threshold=options.confusion_iou, include_missed=True)
-        key = {"run": run, "dataset": dataset}
+    for v in views:
+        cm = a.confusion(v, iou=options.confusion_iou)
         long = cm.to_long_frame()
-        long = long[long["count"] > 0].reset_index(drop=True)
-        long.insert(0, "run", run)
-        long.insert(1, "dataset", dataset)
-        fine.append(long)
-        fine_cls.append(_fine_classes(cm, run, dataset))
-        sup = super_category_confusion(cm)
+        fine.append(_keyed(long[long["count"] > 0].reset_index(drop=True), v))
+        fine_cls.append(_fine_classes(cm, v.run, v.dataset))
+        sup = a.confusion(v, level="super", iou=options.confusion_iou)
         sl = sup.matrix.to_long_frame().rename(columns={"gt_class": "gt_super", "pred_class": "pred_super"})
-        sl.insert(0, "run", run)
-        sl.insert(1, "dataset", dataset)
-        sup_long.append(sl)
-        counts = sup.matrix.counts
-        pooled += _align(counts, sup.matrix.class_names, supers)
+        sup_long.append(_keyed(sl, v))
+        pooled += _align(sup.matrix.counts, sup.matrix.class_names, supers)
         pooled_missed += _align_vec(sup.matrix.missed, sup.matrix.class_names, supers)
         n_conf = int(cm.n_matched - np.trace(cm.counts))
         n_fine_conf_all += n_conf
         diag = sup.diagonal()
-        summary.append({**key, "n_matched": cm.n_matched, "n_fine_confusions": n_conf, "accuracy": cm.accuracy,
+        summary.append({"run": v.run, "dataset": v.dataset, "n_matched": cm.n_matched, "n_fine_confusions": n_conf,
+                        "accuracy": cm.accuracy,
                         "cross_super_share_of_confusions": sup.cross_super_share_of_confusions,
                         "cross_super_share_of_matches": sup.cross_super_share_of_matches,
                         "mean_off_diagonal": sup.mean_off_diagonal,
                         **{f"diag_{n}": float(diag.get(n, np.nan)) for n in supers}})
-    # pooled over every (run, dataset)
     rows = pooled.sum(axis=1).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         norm = np.where(rows[:, None] > 0, pooled / np.where(rows == 0, 1, rows)[:, None], np.nan)
@@ -369,69 +385,142 @@ def _fine_classes(cm, run: str, dataset: str) -> pd.DataFrame:
     return df[used].reset_index(drop=True)
 
 
-def class_split_table(scores: Mapping, options: ReportOptions | None = None) -> pd.DataFrame:
-    """Table 9 for every (run, dataset): subset mAP statistics over the per-category AP3D."""
-    from ov3d_core.diagnostics.splits import class_split_sensitivity
+def semantic_table(a: Analysis, views: Sequence[View], options: ReportOptions) -> pd.DataFrame:
+    """Per (run, dataset): the tree-cost semantic confusion summary (:meth:`Analysis.semantic_confusion`)."""
+    rows = [{"run": v.run, "dataset": v.dataset, **a.semantic_confusion(v, iou=options.confusion_iou).overall}
+            for v in views]
+    return pd.DataFrame(rows, columns=["run", "dataset", "n_matched", "n_confused", "off_diagonal_share",
+                                       "weighted_error", "cost_per_match"])
 
-    options = options or ReportOptions()
+
+def class_split_table(a: Analysis, views: Sequence[View], options: ReportOptions) -> pd.DataFrame:
+    """Table 9 for every (run, dataset): subset mAP statistics over the per-category AP3D."""
     rows = []
-    for (run, dataset), sc in scores.items():
-        pc = sc.per_category
-        s = class_split_sensitivity(pd.Series(pc["AP3D"].to_numpy(np.float64), index=list(pc["category"])),
-                                    subset_size=options.subset_size, n_subsets=options.n_subsets, seed=options.seed)
+    for v in views:
+        s = a.class_splits(v, subset_size=options.subset_size, n_subsets=options.n_subsets, seed=options.seed)
         d = s.to_dict()
-        rows.append({"run": run, "dataset": dataset, "n_classes": d["n_classes"], "full": d["full"],
-                     "mean": d["mean"], "std": d["std"], "min": d["min"], "max": d["max"], "adverse": d["adverse"],
-                     "favourable": d["favourable"], "subset_size": d["subset_size"], "n_subsets": d["n_subsets"],
-                     "seed": d["seed"], "bottom_classes": "; ".join(d["bottom_classes"]),
-                     "top_classes": "; ".join(d["top_classes"])})
-    cols = ["run", "dataset", "n_classes", "full", "mean", "std", "min", "max", "adverse", "favourable",
-            "subset_size", "n_subsets", "seed", "bottom_classes", "top_classes"]
+        d["bottom_classes"] = ", ".join(d.get("bottom_classes") or [])
+        d["top_classes"] = ", ".join(d.get("top_classes") or [])
+        rows.append({"run": v.run, "dataset": v.dataset, **d})
+    cols = ["run", "dataset", "n_classes", "subset_size", "n_subsets", "seed", "mean", "std", "min", "max",
+            "adverse", "favourable", "full", "bottom_classes", "top_classes"]
     return pd.DataFrame(rows, columns=cols)
 
 
-def trained_on(bench) -> dict[str, tuple[str, ...]]:
-    """run -> datasets it was trained on (union over the run's config entries)."""
-    out: dict[str, list[str]] = {}
-    for s in bench.config.runs.values():
-        out.setdefault(s.name, [])
-        out[s.name] += [d for d in s.trained_on if d not in out[s.name]]
-    return {k: tuple(v) for k, v in out.items()}
+def transfer_tables(a: Analysis, options: ReportOptions, prompt_cv=None) -> dict[str, pd.DataFrame]:
+    """Tables 4/5 and Fig. 5 (:meth:`Analysis.transfer`)."""
+    return a.transfer(options.view(a.datasets[0]), prompt_cv=prompt_cv)
 
 
-def transfer_tables(bench, leaderboard: pd.DataFrame,
-                    prompt_cv: Mapping[str, float] | None = None) -> dict[str, pd.DataFrame]:
-    """Tables 4/5 and Fig. 5 from the leaderboard: ``transfer``, ``transfer_per_run``, ``transfer_pairs``,
-    ``three_axis`` (prompt robustness NaN for runs without an entry in ``prompt_cv``)."""
-    from ov3d_core.diagnostics.transfer import domain_transfer, three_axis_breakdown
-
-    rec = "recall3D@15" if "recall3D@15" in leaderboard else next(c for c in leaderboard if c.startswith("recall"))
-    results = pd.DataFrame({"run": leaderboard["run"], "dataset": leaderboard["dataset"],
-                            "map3d": leaderboard["AP3D"], "recall": leaderboard[rec]})
-    envs = {d: _environment(bench, d) for d in bench.config.datasets}
-    tt = domain_transfer(results, trained_on(bench), envs)
-    axes = three_axis_breakdown(tt, prompt_cv)
-    table = axes.to_frame()
-    ranks = axes.ranks().set_index("run")
-    for ax in axes.AXES:
-        table[f"rank_{ax}"] = table["run"].map(ranks[ax]).astype("Int64")
-    return {"transfer": tt.table, "transfer_per_run": tt.per_run, "transfer_pairs": tt.pairs, "three_axis": table}
+def tide_tables(a: Analysis, views: Sequence[View], options: ReportOptions, *, n_examples: int = 20
+                ) -> dict[str, pd.DataFrame]:
+    """3D TIDE bins (``tide``) and the top ``n_examples`` of every bin (``tide_examples``) per (run, dataset)."""
+    bins, examples = [], []
+    for v in views:
+        t = a.tide(v, fg=options.tide_fg, bg=options.tide_bg)
+        bins.append(_keyed(t.table.assign(base_ap=t.base_ap, fg=t.fg, bg=t.bg), v))
+        examples.append(_keyed(tide_examples(a, v, t, n_examples), v))
+    return {"tide": _concat(bins), "tide_examples": _concat(examples)}
 
 
-def report_tables(bench, options: ReportOptions | None = None, *, prompt_cv: Mapping[str, float] | None = None,
-                  progress: Callable | None = None, scores: Mapping | None = None) -> dict[str, pd.DataFrame]:
+def tide_examples(a: Analysis, view: View, t, n: int = 20) -> pd.DataFrame:
+    """The highest-scoring detections of every TIDE bin (and up to ``n`` missed GT) of one view, with image ids."""
+    ds = a.benchmark.dataset(view.dataset)
+    pred = a.benchmark.run(view.run, view.dataset).pred
+    d = t.dets.sort_values(["bin", "score"], ascending=[True, False], kind="stable").groupby("bin").head(n)
+    p = d["pred"].to_numpy(np.int64)
+    det = d.assign(kind="prediction", image_id=pred.image_id[p], category=pred.category[p])
+    g = np.flatnonzero(np.asarray(t.gt_status) == "missed")[:n]
+    missed = pd.DataFrame({"bin": "missed", "kind": "gt", "gt": g, "image_id": ds.gt.image_id[g],
+                           "category": ds.gt.category[g], "depth": ds.gt.depth[g]})
+    return pd.concat([det, missed], ignore_index=True)
+
+
+def oracle_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
+    parts = []
+    for v in views:
+        o = a.oracles(v)
+        parts.append(_keyed(o.table.assign(base_ap=o.base_ap), v))
+    return _concat(parts)
+
+
+def distance_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """Centre-distance AP / TP errors / ODS per (run, dataset, mode), and per category."""
+    rows, per_cat = [], []
+    for v in views:
+        for mode in options.distance_modes:
+            res = a.distance_table(v.with_(distance_mode=mode))
+            rows.append({"run": v.run, "dataset": v.dataset, "mode": mode, **res["summary"]})
+            if res["per_category"] is not None:
+                per_cat.append(_keyed(res["per_category"], v, mode=mode))
+    return {"distance": pd.DataFrame(rows), "distance_per_category": _concat(per_cat)}
+
+
+def remap_views(a: Analysis, views: Sequence[View], options: ReportOptions) -> list[View]:
+    """The views of the prompt tables: every remappable run (or ``options.remap_runs``) with the remap spec."""
+    spec = options.remap_spec()
+    if spec is None:
+        return []
+    out = []
+    for v in views:
+        ok = v.run in a.remappable_runs(v.dataset, spec.encoder)
+        if ok and (options.remap_runs is None or v.run in options.remap_runs):
+            out.append(v.with_(remap=spec))
+    return out
+
+
+def prompt_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """Table 8 (per template and per prompt type), PCR/PLC, FG-OVD ranks and vocabulary curve, and calibration,
+    for every remapped view (empty tables without an encoder)."""
+    if options.encoder is None:
+        return {}
+    tpl, sens, cons, ranks, vocab, calib = [], [], [], [], [], []
+    templates = tuple(options.templates)
+    for v in remap_views(a, views, options):
+        tpl.append(_keyed(a.template_scores(v, templates), v))
+        s = a.prompt_sensitivity(v, templates)
+        sens.append({"run": v.run, "dataset": v.dataset, "encoder": v.remap.encoder, "theta": a.theta(v),
+                     **{f"mean_{g}": m for g, m in s.group_mean.items()}, "mean": s.mean, "std": s.std, "cv": s.cv,
+                     "drop_standard_to_overdetailed": s.drop_standard_to_overdetailed})
+        cons.append({"run": v.run, "dataset": v.dataset, **a.consistency(v, templates).summary()})
+        from ov3d_core.diagnostics.fgovd import median_rank
+
+        lr = a.label_ranks(v)
+        ranks.append({"run": v.run, "dataset": v.dataset, **median_rank(lr["rank"].to_numpy())})
+        vocab.append(_keyed(a.vocabulary_curve(v), v))
+        calib.append(_keyed(a.calibration(v).table, v))
+    return {"prompt_templates": _concat(tpl), "prompt_sensitivity": pd.DataFrame(sens),
+            "prompt_consistency": pd.DataFrame(cons), "label_ranks": pd.DataFrame(ranks),
+            "vocabulary_curve": _concat(vocab), "calibration": _concat(calib)}
+
+
+def prompt_cv_of(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """Per run: the mean over datasets of the prompt CV (what the three-axis table's robustness uses)."""
+    sens = tables.get("prompt_sensitivity")
+    if sens is None or not len(sens):
+        return {}
+    return {r: float(g["cv"].mean()) for r, g in sens.groupby("run", sort=False)}
+
+
+def report_tables(a: Analysis, options: ReportOptions | None = None, *, progress: Callable | None = None
+                  ) -> dict[str, pd.DataFrame]:
     """Every table of the report, ``{name: DataFrame}`` in :data:`TABLES` order."""
     options = options or ReportOptions()
-    scores = score_all(bench, options, progress=progress) if scores is None else scores
-    lb = leaderboard_table(bench, scores)
-    datasets = list(bench.config.datasets)
-    rec = next((c for c in lb.columns if c.startswith("recall3D")), "recall3D@15")
-    tables = {"leaderboard": lb, "map3d": pivot_table(lb, "AP3D", datasets), "recall": pivot_table(lb, rec, datasets),
-              "per_category": per_category_table(scores)}
-    tables.update(protocol_tables(bench, options))
-    tables.update(confusion_tables(bench, scores, options))
-    tables["class_splits"] = class_split_table(scores, options)
-    tables.update(transfer_tables(bench, lb, prompt_cv))
+    views = report_views(a, options, progress=progress)
+    lb = leaderboard_table(a, views)
+    datasets = list(a.datasets)
+    tables = {"leaderboard": lb, "map3d": pivot_table(lb, "AP3D", datasets),
+              "recall": pivot_table(lb, RECALL_KEY, datasets), "per_category": per_category_table(a, views),
+              "out_of_vocabulary": out_of_vocabulary_table(a, views)}
+    tables.update(protocol_tables(a, views, options))
+    tables.update(confusion_tables(a, views, options))
+    tables["semantic_confusion"] = semantic_table(a, views, options)
+    tables["class_splits"] = class_split_table(a, views, options)
+    tables.update(tide_tables(a, views, options))
+    tables["oracles"] = oracle_table(a, views)
+    tables.update(distance_tables(a, views, options))
+    tables.update(prompt_tables(a, views, options))
+    tables.update(transfer_tables(a, options, prompt_cv_of(tables) or None))
     return {k: tables[k] for k in TABLES if k in tables}
 
 
@@ -464,29 +553,33 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return [{k: _num(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
 
 
-def build_report(bench, options: ReportOptions | None = None, *, prompt_cv: Mapping[str, float] | None = None,
-                 progress: Callable | None = None) -> Report:
-    """Score every run, build every table, and collect the main numbers and notes."""
+def build_report(a, options: ReportOptions | None = None, *, progress: Callable | None = None) -> Report:
+    """Score every run, build every table, and collect the main numbers and notes. ``a``: an ``Analysis`` (or a
+    ``Benchmark``, wrapped)."""
     from ov3d_core.errors import InputError
 
+    if not isinstance(a, Analysis):
+        a = Analysis(a)
     options = options or ReportOptions()
-    if not bench.config.runs:
-        raise InputError(str(bench.config.path or "<config>"), None, "runs", "at least one run to report on", [])
-    tables = report_tables(bench, options, prompt_cv=prompt_cv, progress=progress)
+    cfg = a.benchmark.config
+    if not cfg.runs:
+        raise InputError(str(cfg.path or "<config>"), None, "runs", "at least one run to report on", [])
+    tables = report_tables(a, options, progress=progress)
     lb = tables["leaderboard"]
     summ_keys = [c for c in lb.columns if c.startswith(("AP3D", "recall3D"))]
     runs: dict = {}
     for r in lb.to_dict(orient="records"):
         runs.setdefault(r["run"], {})[r["dataset"]] = {
-            "in_domain": bool(r["in_domain"]), "n_gt": int(r["n_gt"]), "n_pred": int(r["n_pred"]),
-            **{k: _num(r[k]) for k in summ_keys}}
-    for r in tables["protocol_summary"].to_dict(orient="records"):
-        runs[r["run"]][r["dataset"]]["protocol_comparison"] = {
-            k: _num(r[k]) for k in ("map_dataset_level", "map_target_aware", "ratio", "n_removed",
-                                    "n_removed_cross_class")}
-    for r in tables["class_splits"].to_dict(orient="records"):
-        runs[r["run"]][r["dataset"]]["class_split"] = {
-            k: _num(r[k]) for k in ("n_classes", "mean", "std", "adverse", "favourable", "full")}
+            "in_domain": _num(r["in_domain"]), "n_gt": int(r["n_gt"]), "n_pred": int(r["n_pred"]),
+            "n_out_of_vocabulary": int(r["n_out_of_vocabulary"]), **{k: _num(r[k]) for k in summ_keys}}
+    for name, key, keys in (
+            ("protocol_summary", "protocol_comparison", ("map_dataset_level", "map_target_aware", "ratio",
+                                                         "n_removed", "n_removed_cross_class")),
+            ("class_splits", "class_split", ("n_classes", "mean", "std", "adverse", "favourable", "full")),
+            ("prompt_sensitivity", "prompt_sensitivity", ("mean", "std", "cv", "drop_standard_to_overdetailed")),
+            ("prompt_consistency", "prompt_consistency", ("PCR", "PLC"))):
+        for r in tables.get(name, pd.DataFrame()).to_dict(orient="records"):
+            runs[r["run"]][r["dataset"]][key] = {k: _num(r[k]) for k in keys if k in r}
     sup = tables["confusion_super_summary"]
     for r in sup.to_dict(orient="records"):
         if r["run"] != ALL:
@@ -495,41 +588,50 @@ def build_report(bench, options: ReportOptions | None = None, *, prompt_cv: Mapp
                                         "mean_off_diagonal")}
     pooled = sup[sup["run"] == ALL]
     datasets = {}
-    for name, spec in bench.config.datasets.items():
-        ds = bench.dataset(name)
-        datasets[name] = {"environment": _environment(bench, name), "n_images": int(len(ds.images)),
+    for name in cfg.datasets:
+        ds = a.benchmark.dataset(name)
+        datasets[name] = {"environment": a.environment(name), "n_images": int(len(ds.images)),
                           "n_gt_boxes": int(len(ds.gt)), "n_categories": len(ds.vocabulary)}
-    notes = _notes(bench, tables, prompt_cv, options)
+    notes = _notes(a, tables, options)
     summary = {
-        "benchmark": bench.config.name, "config": str(bench.config.path) if bench.config.path else None,
+        "benchmark": cfg.name, "config": str(cfg.path) if cfg.path else None,
         "options": asdict(options), "datasets": datasets, "runs": runs,
         "super_category_pooled": _records(pooled)[0] if len(pooled) else None,
         "transfer_per_run": _records(tables["transfer_per_run"]),
         "three_axis": _records(tables["three_axis"]), "notes": notes}
-    return Report(benchmark=bench.config.name, config=summary["config"], options=options, tables=tables,
+    return Report(benchmark=cfg.name, config=summary["config"], options=options, tables=tables,
                   summary=summary, notes=notes)
 
 
-def _notes(bench, tables: dict, prompt_cv, options: ReportOptions) -> list[str]:
+def _notes(a: Analysis, tables: dict, options: ReportOptions) -> list[str]:
     notes = []
+    prompt_cv = prompt_cv_of(tables)
     axes = tables["three_axis"]
-    if not prompt_cv:
-        notes.append("Prompt robustness (three_axis.prompt_robustness) is NaN: no prompt-sensitivity results were "
-                     "given to the report, and none are invented. Run the prompt probe (Table 8) and pass its "
-                     "per-run CV to fill this column.")
+    if options.encoder is None:
+        notes.append("Prompt robustness (three_axis.prompt_robustness) and the prompt tables are empty: no encoder "
+                     "was given (--encoder proxy|hf:...), and no prompt result is invented.")
     else:
         missing = [r for r in axes["run"] if r not in prompt_cv]
         if missing:
-            notes.append(f"Prompt robustness is NaN for runs without prompt results: {', '.join(missing)}.")
-    no_env = [d for d in bench.config.datasets if _environment(bench, d) is None]
+            notes.append(f"Prompt robustness is NaN for runs that cannot be remapped with {options.encoder}: "
+                         f"{', '.join(missing)}.")
+        if options.encoder == "proxy":
+            notes.append("The prompt tables use the demo's stand-in encoder (sentence embeddings of crop captions), "
+                         "not an image encoder: they exercise the pipeline, they say nothing about SigLIP.")
+    oov = tables["out_of_vocabulary"]
+    if len(oov):
+        per = oov.groupby(["run", "dataset"], sort=False)["n_pred"].sum()
+        notes.append("Predictions outside the evaluated vocabulary (not scored, listed in out_of_vocabulary): "
+                     + ", ".join(f"{r} on {d}: {n}" for (r, d), n in per.items()) + ".")
+    no_env = [d for d in a.datasets if a.environment(d) is None]
     if no_env:
         notes.append(f"Datasets without an environment (left out of every transfer ratio): {', '.join(no_env)}.")
-    known = set(bench.config.datasets)
-    outside = sorted({d for v in trained_on(bench).values() for d in v} - known)
+    trained = a.trained_on()
+    outside = sorted({d for v in trained.values() for d in v} - set(a.datasets))
     if outside:
         notes.append("Training datasets not in the config (environment unknown, so they do not count towards a "
                      f"run's training environment): {', '.join(outside)}.")
-    no_train = [r for r, v in trained_on(bench).items() if not v]
+    no_train = [r for r, v in trained.items() if not v]
     if no_train:
         notes.append(f"Runs without `trained_on` (every dataset counts as out-of-domain): {', '.join(no_train)}.")
     few = tables["class_splits"]
@@ -544,63 +646,6 @@ def _notes(bench, tables: dict, prompt_cv, options: ReportOptions) -> list[str]:
 
 
 # ==================================================================================================== writing
-def _fmt_cell(v, decimals: int, na: str) -> str:
-    if v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v)):
-        return na
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (float, np.floating)):
-        return f"{v:.{decimals}f}"
-    return str(v)
-
-
-def to_markdown(df: pd.DataFrame, *, decimals: int = 2, fraction_decimals: int = 3, na: str = "--") -> str:
-    """A GitHub pipe table: floats with ``decimals`` (fraction-like columns with ``fraction_decimals``), NaN as
-    ``na``, booleans as yes/no."""
-    if not len(df.columns):
-        return "_(empty)_\n"
-    cols = [str(c) for c in df.columns]
-    dec = [fraction_decimals if _FRACTION.search(c) and not c.startswith("rank_") else decimals for c in cols]
-    num = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
-
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(esc(c) for c in cols) + " |",
-             "|" + "|".join("---:" if n else "---" for n in num) + "|"]
-    for row in df.itertuples(index=False, name=None):
-        lines.append("| " + " | ".join(esc(_fmt_cell(v, d, na)) for v, d in zip(row, dec)) + " |")
-    if not len(df):
-        lines.append("\n_(no rows)_")
-    return "\n".join(lines) + "\n"
-
-
-def _latex_escape(s: str) -> str:
-    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-    return "".join(repl.get(ch, ch) for ch in s)
-
-
-def to_latex(df: pd.DataFrame, *, caption: str | None = None, label: str | None = None) -> str:
-    """A booktabs ``tabular`` (in a ``table`` when a caption is given): numbers with 2 decimals, NaN as ``--``,
-    text escaped. Uses ``DataFrame.style.to_latex`` (jinja2)."""
-    df = df.copy()
-    for c in df.columns:
-        if pd.api.types.is_bool_dtype(df[c]) or df[c].dtype == object:
-            df[c] = df[c].map(lambda v: ("yes" if v else "no") if isinstance(v, (bool, np.bool_)) else v)
-    df.columns = [str(c) for c in df.columns]
-    st = df.style.format(precision=2, na_rep="--", escape="latex")
-    st = st.format_index(escape="latex", axis=1).hide(axis="index")
-    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
-    kw = {"hrules": True, "column_format": align or "l"}
-    if caption:
-        kw["caption"] = _latex_escape(caption)
-        kw["position_float"] = "centering"
-    if label:
-        kw["label"] = label
-    return st.to_latex(**kw)
-
-
 def _index_md(report: Report, files: dict[str, dict[str, str]]) -> str:
     o = report.options
     lines = [f"# OV3D diagnostics report: {report.benchmark}", ""]
@@ -623,9 +668,11 @@ def _index_md(report: Report, files: dict[str, dict[str, str]]) -> str:
 
 def _readme_md(report: Report) -> str:
     o = report.options
-    cmd = (f"python -m ov3d_core report --config {report.config or 'BENCH.yaml'} --out OUT --protocol {o.protocol} "
+    cmd = (f"ov3d report --config {report.config or 'BENCH.yaml'} --out OUT --protocol {o.protocol} "
            f"--min-score {o.min_score:g} --splits {o.n_subsets} --subset-size {o.subset_size} --seed {o.seed} "
-           f"--confusion-iou {o.confusion_iou:g}")
+           f"--confusion-iou {o.confusion_iou:g} --tide-fg {o.tide_fg:g} --tide-bg {o.tide_bg:g}")
+    if o.encoder is not None:
+        cmd += f" --encoder {o.encoder} --score-mode {o.score_mode}" + ("" if o.theta is None else f" --theta {o.theta:g}")
     return "\n".join([
         f"# About this report ({report.benchmark})", "",
         "Written by `ov3d_core.report`; reproduce it with:", "", f"    {cmd}", "",
@@ -636,12 +683,12 @@ def _readme_md(report: Report) -> str:
         "- `tex/`: the main tables as LaTeX `tabular` (booktabs; 2 decimals; NaN as `--`).",
         "- `summary.json`: the main numbers per run and dataset (NaN as null).", "",
         "## Units and conventions", "",
-        "- AP3D and its slices are Omni3D AP in percent: mean over 3D IoU 0.05:0.05:0.50 and 41 recall points; "
+        "- AP3D and its slices are Omni3D AP in percent: mean over 3D IoU 0.05:0.05:0.50 and 101 recall points; "
         "AP3D-N/M/F by GT depth (near/medium/far).",
         "- recall3D@15 is 3D class-agnostic recall (fraction): non-ignored vocabulary GT matched one-to-one by a "
         "kept prediction at 3D IoU >= 0.15, whatever its label.",
-        "- The leaderboard's numbers are `Benchmark.score(run, dataset, protocol=..., min_score=...).summary`, the "
-        "same numbers `python -m ov3d_core evaluate --benchmark ... --json` writes.",
+        "- Every number is an `ov3d_core.Analysis` call for a `View` (dataset, run, protocol, threshold, remap): the "
+        "same numbers the app shows and `ov3d evaluate --benchmark ... --json` writes.",
         "- NaN (`--`) means not defined (no GT, too few classes, no in-domain reference, no prompt results); it is "
         "never filled in.", "",
         "## Notes", ""] + [f"- {n}" for n in report.notes]) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ov3d_core.commands.embed import add_encoder_args, prepare
+from ov3d_core.commands.embed import add_encoder_args
 
 
 def category_ids_for(dataset, names) -> dict[str, int]:
@@ -30,40 +30,27 @@ def category_ids_for(dataset, names) -> dict[str, int]:
     return out
 
 
-def evaluate(bench, dataset: str, run: str, view) -> dict:
-    if hasattr(bench, "evaluate"):
-        return bench.evaluate(dataset, run, view)
-    from ov3d_core.eval.ap import evaluate_view
-
-    ds, r = bench.dataset(dataset), bench.run(run, dataset)
-    res = evaluate_view(ds.gt, r.pred, bench.pairs(run, dataset), view, proximity=ds.proximity)
-    return {"AP3D": res.ap()}
-
-
 def run_remap(args) -> int:
+    from ov3d_core.analysis import Analysis, RemapSpec, View
+    from ov3d_core.benchmark import Benchmark
     from ov3d_core.io.writers import write_cubercnn_json
-    from ov3d_core.remap.cache import TextEmbeddingCache
-    from ov3d_core.remap.pipeline import LiveRemapper, remapped_run
-    from ov3d_core.remap.remap import to_label_view
-    from ov3d_core.remap.templates import load_templates
+    from ov3d_core.remap.pipeline import remapped_run
 
-    templates = load_templates(args.templates_file) if args.templates_file else None
-    bench, ds, run, spec, encoder, store, emb = prepare(args)
-    classes = tuple(ds.vocabulary)
-    text_cache = TextEmbeddingCache(store.root)
-    live = LiveRemapper(emb, run.pred.record, run.pred.score, encoder, classes, text_cache=text_cache,
-                        templates=templates)
+    a = Analysis(Benchmark.from_yaml(args.benchmark), embedding_dir=args.cache_dir,
+                 encoder_options={"device": args.device, "batch_size": args.batch_size})
+    spec = RemapSpec(encoder=args.encoder, template=args.template, theta=args.theta, score_mode=args.score_mode,
+                     templates_file=args.templates_file, pad=args.pad, min_size=args.min_size)
+    view = View(dataset=args.dataset, run=args.run, remap=spec)
+    bench = a.benchmark
+    ds, run = bench.dataset(args.dataset), bench.run(args.run, args.dataset)
+    live = a.remapper(args.dataset, args.run, spec, progress=not args.no_progress)
+    encoder = live.encoder
     chosen = live.resolve(args.template)
-    res = live.result(args.template, args.theta, args.score_mode)
-    view = to_label_view(res, ds.vocabulary, class_names=classes)
-    out_run = remapped_run(run, res, classes)
-    path = write_cubercnn_json(out_run, args.out, category_ids=category_ids_for(ds, classes))
-    summary = evaluate(bench, ds.name, run.name, view)
-    ap = summary.get("AP3D", float("nan")) if isinstance(summary, dict) else float("nan")
-    try:
-        before = evaluate(bench, ds.name, run.name, None).get("AP3D", float("nan"))
-    except Exception:  # noqa: BLE001 - the comparison line is optional
-        before = float("nan")
+    res = a.remap_result(view)
+    classes = tuple(ds.vocabulary)
+    path = write_cubercnn_json(remapped_run(run, res, classes), args.out, category_ids=category_ids_for(ds, classes))
+    ap = a.summary(view).get("AP3D", float("nan"))
+    before = a.summary(view.with_(remap=None)).get("AP3D", float("nan"))
 
     what = "probability" if res.calibrated else "cosine"
     print(f"encoder:   {encoder.name}")
@@ -82,7 +69,7 @@ def run_remap(args) -> int:
     print(f"wrote:     {path}")
     print(f"mAP_3D:    {ap:.2f}  ({ds.name}, {run.name}*, dataset-level vocabulary of {len(classes)} classes; "
           f"{before:.2f} with the detector's own labels)")
-    if spec is not None and getattr(spec, "closed_vocabulary", None) is None:
+    if bench.run_spec(args.run, args.dataset).closed_vocabulary is None:
         print(f"note: run {run.name!r} is not marked closed-vocabulary in the benchmark; remapped anyway",
               file=sys.stderr)
     return 0

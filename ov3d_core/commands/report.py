@@ -1,4 +1,4 @@
-"""``python -m ov3d_core report``: every diagnostics table of a benchmark (all datasets, all runs) in one folder.
+"""``ov3d report``: every table the app shows, for every run on every dataset of a benchmark, in one folder.
 
 Writes CSV for every table, Markdown for the readable ones, LaTeX for the main ones, plus ``index.md``,
 ``README.md`` and ``summary.json`` (see ``ov3d_core.report``).
@@ -32,9 +32,11 @@ def _iou(text: str) -> float:
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="write every diagnostics table of a benchmark (CSV, Markdown, LaTeX)",
-                       description="Score every run on every dataset of a benchmark config and write the paper's "
-                                   "tables (leaderboard, recall, per-category AP, protocol comparison, confusion, "
-                                   "class splits, domain transfer, three-axis breakdown) to one folder.")
+                       description="Score every run on every dataset of a benchmark config and write every table "
+                                   "of the app (leaderboard, recall, per-category AP, protocol comparison, confusion, "
+                                   "semantic cost, class splits, domain transfer, three axes, TIDE, monocular oracles, "
+                                   "centre-distance AP / ODS; with --encoder: prompt sensitivity, PCR/PLC, FG-OVD "
+                                   "ranks and vocabulary curve, calibration) to one folder.")
     p.add_argument("--config", "--benchmark", dest="config", required=True, help="benchmark YAML")
     p.add_argument("--out", required=True, help="output folder (created; files in it are overwritten)")
     p.add_argument("--protocol", default="dataset-level", choices=["dataset-level", "target-aware"],
@@ -46,6 +48,16 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the class subsets (default: 0)")
     p.add_argument("--confusion-iou", type=_iou, default=0.5,
                    help="3D IoU of the confusion-matrix assignment (default: 0.5)")
+    p.add_argument("--tide-fg", type=_iou, default=0.25, help="3D TIDE foreground IoU (default: 0.25)")
+    p.add_argument("--tide-bg", type=_iou, default=0.1, help="3D TIDE background IoU (default: 0.1)")
+    p.add_argument("--encoder", default=None,
+                   help="remap encoder for the prompt tables: `proxy` (the demo's stand-in) or `hf:<checkpoint or "
+                        "dir>`; without it the prompt tables are left out")
+    p.add_argument("--theta", type=float, default=None,
+                   help="remap threshold (default: 0.5 for a calibrated probability, 0 for a cosine)")
+    p.add_argument("--score-mode", default="detector", choices=["detector", "similarity", "product"],
+                   help="remap score fusion (default: detector)")
+    p.add_argument("--remap-runs", default=None, help="comma-separated runs to remap (default: every remappable run)")
     p.set_defaults(func=run)
 
 
@@ -54,24 +66,33 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
-    from ov3d_core.benchmark import Benchmark
-    from ov3d_core.io.config import load_config
+    import math
+
+    from ov3d_core.analysis import Analysis, RemapSpec
     from ov3d_core.errors import InputError
     from ov3d_core.report import ReportOptions, build_report, write_report
 
-    config = load_config(args.config)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), None, None, "a folder to write the report to (or a new path)", "an existing file")
+    for name, v in (("--min-score", args.min_score), ("--theta", args.theta)):
+        if v is not None and not math.isfinite(v):
+            raise InputError(None, None, name, "a finite number", v)
+    if args.encoder is not None:
+        RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)  # InputError when bad
+    runs = None if args.remap_runs is None else tuple(r.strip() for r in args.remap_runs.split(",") if r.strip())
     options = ReportOptions(protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
-                            subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou)
-    bench = Benchmark(config)
+                            subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
+                            tide_fg=args.tide_fg, tide_bg=args.tide_bg, encoder=args.encoder, theta=args.theta,
+                            score_mode=args.score_mode, remap_runs=runs)
+    a = Analysis.from_yaml(args.config)
+    config = a.benchmark.config
     n = len(config.runs)
 
     def progress(items):
         return tqdm(items, desc="score", unit="run", file=sys.stderr, disable=n < 2 and not sys.stderr.isatty())
 
-    report = build_report(bench, options, progress=progress)
+    report = build_report(a, options, progress=progress)
     try:
         written = write_report(report, out)
     except OSError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["argmax_by_group", "pair_index"]
+__all__ = ["argmax_by_group", "pair_index", "best_gt_overlap"]
 
 
 def argmax_by_group(group: np.ndarray, value: np.ndarray, other: np.ndarray, n_groups: int):
@@ -43,3 +43,10 @@ def pair_index(pg: np.ndarray, pp: np.ndarray, g: np.ndarray, d: np.ndarray) -> 
     return out
 
 
+def best_gt_overlap(pairs, n_pred: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each prediction, its highest 3D IoU with any GT and that GT's row (0 and -1 when it overlaps none;
+    ties: the lower GT row)."""
+    best, arg = argmax_by_group(np.asarray(pairs.pred, np.int64), np.asarray(pairs.iou3d, np.float64),
+                                np.asarray(pairs.gt, np.int64), n_pred)
+    hit = best > 0
+    return np.where(hit, best, 0.0), np.where(hit, arg, -1)

@@ -1,8 +1,7 @@
-"""Scoring one run on one dataset under a label view: the numbers every table of the app and the CLI shows.
-
-Chains the pieces: default label view (file labels, out-of-vocabulary predictions not evaluated) -> protocol filter
-(dataset-level or target-aware) -> score threshold -> Omni3D AP (cached geometry, re-matched only) and 3D
-class-agnostic recall -> tables. Pure: no I/O, no caching (the Benchmark and the app cache).
+"""Scoring one run on one dataset under a label view: Omni3D AP (cached geometry, re-matched only) and 3D
+class-agnostic recall, with per-box statuses. The steps of a view (protocol filter, score threshold) are here as
+pure functions; ``ov3d_core.analysis.Analysis.label_view`` is the one place that chains them. Pure: no I/O, no
+caching.
 """
 
 from __future__ import annotations
@@ -13,20 +12,14 @@ import numpy as np
 import pandas as pd
 
 from ov3d_core.eval.ap import APInputs, APParams, evaluate_ap_pooled, evaluate_view
-from ov3d_core.eval.labels import LabelView, gt_codes, label_view_from_names
+from ov3d_core.eval.labels import LabelView, gt_codes
 from ov3d_core.eval.recall import recall_for_view
 from ov3d_core.eval.results import APResult, RecallResult
 
-PROTOCOLS = ("dataset-level", "target-aware")
-#: IoU at which the scene inspector colours boxes TP / FP / FN (one of the 10 Omni3D thresholds).
-STATUS_IOU = 0.25
-RECALL_IOU = 0.15
+from ov3d_core.eval.constants import PROTOCOLS, RECALL_IOU, STATUS_IOU
+from ov3d_core.eval.grouping import best_gt_overlap
 
-
-def default_view(dataset, run) -> LabelView:
-    """The run's own labels and scores over the dataset vocabulary; out-of-vocabulary predictions get label -1."""
-    pred = run.pred
-    return label_view_from_names(pred.category, pred.score, dataset.vocabulary)
+__all__ = ["PROTOCOLS", "apply_protocol", "threshold_view", "RunScore", "score_view", "score_pooled"]
 
 
 def apply_protocol(view: LabelView, dataset, run, protocol: str = "dataset-level", *,
@@ -110,21 +103,6 @@ class RunScore:
         return pd.DataFrame({"gt": np.arange(len(status)), "status": status, "matched_pred": m.gt_match[t]})
 
 
-def best_gt_overlap(pairs, n_pred: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each prediction, its highest 3D IoU with any GT and that GT's row (-1 and 0 when none)."""
-    best_iou = np.zeros(n_pred)
-    best_gt = np.full(n_pred, -1, np.int64)
-    if len(pairs.gt):
-        order = np.lexsort((-pairs.iou3d, pairs.pred))
-        p = pairs.pred[order]
-        first = np.r_[True, p[1:] != p[:-1]]
-        sel = order[first]
-        hit = pairs.iou3d[sel] > 0
-        best_iou[pairs.pred[sel][hit]] = pairs.iou3d[sel][hit]
-        best_gt[pairs.pred[sel][hit]] = pairs.gt[sel][hit]
-    return best_iou, best_gt
-
-
 def score_view(dataset, run, pairs, view: LabelView, *, protocol: str = "dataset-level",
                params: APParams | None = None, recall_iou: float = RECALL_IOU,
                recall_method: str = "greedy") -> RunScore:
@@ -138,14 +116,6 @@ def score_view(dataset, run, pairs, view: LabelView, *, protocol: str = "dataset
                           method=recall_method)
     return RunScore(dataset=dataset.name, run=run.name, protocol=protocol, view=view, ap=ap, recall=rec,
                     gt_label=gl, pairs=pairs)
-
-
-def score_run(dataset, run, pairs, *, protocol: str = "dataset-level", min_score: float = 0.0,
-              view: LabelView | None = None, **kw) -> RunScore:
-    """Default view (or ``view``) -> protocol -> score threshold -> :func:`score_view`."""
-    v = default_view(dataset, run) if view is None else view
-    v = threshold_view(apply_protocol(v, dataset, run, protocol), min_score)
-    return score_view(dataset, run, pairs, v, protocol=protocol, **kw)
 
 
 def score_pooled(parts, *, params: APParams | None = None, recall_iou: float = RECALL_IOU) -> dict:

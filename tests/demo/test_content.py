@@ -173,7 +173,9 @@ def test_captions_describe_what_the_crop_shows(tiny_build):
 
 # ------------------------------------------------------------------------------------------------ failure modes
 def _ap(benchmark, run, ds, protocol="dataset-level"):
-    s = benchmark.score(run, ds, protocol=protocol)
+    from ov3d_core.analysis import Analysis, View
+
+    s = Analysis(benchmark).score(View(ds, run, protocol=protocol))
     return s.summary, s.per_category.set_index("category")
 
 

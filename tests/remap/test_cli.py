@@ -89,7 +89,9 @@ def test_embed_then_remap_with_the_proxy(bench, tmp_path, capsys):
     assert "9 predictions, 9 crops embedded" in out and "stand-in" in out
     assert list((tmp_path / "cache" / "embeddings").rglob("embeddings.npy"))
 
-    original = Benchmark.from_yaml(bench).evaluate("Toy", "closed")["AP3D"]
+    from ov3d_core.analysis import Analysis, View
+
+    original = Analysis.from_yaml(bench).summary(View("Toy", "closed"))["AP3D"]
     dest = tmp_path / "out" / "remapped.json"
     assert main(["remap", *common, "--template", "S1", "--theta", "0.3", "--score-mode", "product",
                  "--out", str(dest)]) == 0
