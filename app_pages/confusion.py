@@ -90,7 +90,11 @@ with ui.guard("The confusion matrix"):
     c5.toggle("Fractions", help="Row-normalised (else counts, with a 'missed' column).", **ui.bind("conf_norm"))
     run = ui.get("focus_run")
     level = ui.get("conf_level")
-    cm, extra = cache.confusion(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, level)
+    A = cache.analysis(ctx.cfg_key)
+    res = A.confusion(ctx.view(run), level=level)
+    cm = res if level == "fine" else res.matrix
+    extra = {} if level == "fine" else {"cross_super_share_of_confusions": res.cross_super_share_of_confusions,
+                                        "mean_off_diagonal": res.mean_off_diagonal}
     matched_gt = cm.match_gt
     cm = cm.compact() if level == "fine" else cm
     names = list(cm.class_names)
@@ -137,8 +141,25 @@ with ui.guard("The confusion matrix"):
             st.metric("Mean off-diagonal", f"{extra['mean_off_diagonal']:.2f}",
                       help="1 − mean of the row-normalised diagonal over super-categories.")
 
+        sem = A.semantic_confusion(ctx.view(run))
+        o = sem.overall
+        st.metric("Semantic cost per confusion", f"{o['weighted_error']:.2f}" if o["weighted_error"] == o[
+            "weighted_error"] else "—", help="Mean cost of a confusion under the super-category tree: 0.5 within a "
+                                            "super-category (sofa → chair), 1 across (toilet → chair). Lower: the "
+                                            "errors are semantically closer.")
+        st.metric("Semantic cost per matched GT", f"{o['cost_per_match']:.3f}" if o["cost_per_match"] == o[
+            "cost_per_match"] else "—", help="Confusion rate and cost combined: Σ cost / matched GT.")
+
     cell = ui.get("conf_cell")
     if cell is not None and selection.cell_index(cell, rows, cols) is not None:
         _gallery(ctx, run, cm, cell, level, matched_gt)
     else:
         st.info("Click a cell (or a row of the largest confusions) to see its examples.")
+
+    with st.expander("Semantic-distance-weighted confusion per class"):
+        st.caption("OV3D-Bench treats all confusions alike; weighting by semantic distance separates adjacent "
+                   "errors (sofa → chair) from distant ones (toilet → chair). Cost: the super-category tree.")
+        table = sem.per_class[sem.per_class["n_matched"] > 0].reset_index(drop=True)
+        st.dataframe(table, hide_index=True, column_config=ui.fmt_table(
+            table, fraction=("off_diagonal_share", "weighted_error", "cost_per_match", "top_confusion_cost")))
+        ui.export_table(table, f"semantic_confusion_{run}", "cm_sem")

@@ -42,6 +42,7 @@ def _on_example(examples: pd.DataFrame, run: str):
 runs = list(ctx.runs)
 if not runs:
     st.stop()
+A = cache.analysis(ctx.cfg_key)
 
 with ui.guard("3D TIDE error bins"):
     st.subheader("3D TIDE: what fixing each error type is worth")
@@ -50,9 +51,9 @@ with ui.guard("3D TIDE error bins"):
     bg = c2.select_slider("Background 3D IoU (bg)", [0.05, 0.1], value=0.1, key="tide_bg")
     tables, note = [], ""
     for run in runs:
-        t = cache.tide(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, fg, bg)
-        tables.append(t["table"].assign(run=run, base_ap=t["base_ap"]))
-        note = t["note"]
+        t = A.tide(ctx.view(run), fg=fg, bg=bg)
+        tables.append(t.table.assign(run=run, base_ap=t.base_ap))
+        note = t.note
     allt = pd.concat(tables, ignore_index=True)
     main = allt[allt["kind"] != "cls split"] if "kind" in allt else allt
     fig = bars.grouped_bars(main, "bin", "delta_ap", "run", y_title="ΔmAP3D when fixed (points)",
@@ -70,21 +71,13 @@ with ui.guard("3D TIDE error bins"):
     ui.ensure_valid("focus_run", runs)
     run = b1.selectbox("Examples of run", runs, **ui.bind("focus_run", ":err"))
     chosen = b2.selectbox("Bin", bins, key="err_bin", format_func=lambda b: f"{b} · {BIN_HELP.get(b, '')}")
-    t = cache.tide(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, fg, bg)
-    b = cache.benchmark(ctx.cfg_key)
-    ds, pred = b.dataset(ctx.dataset), b.run(run, ctx.dataset).pred
-    if chosen == "missed":
-        g = np.asarray(t["missed"], np.int64)
-        ex = pd.DataFrame({"gt": g, "image_id": ds.gt.image_id[g], "category": ds.gt.category[g],
-                           "depth": ds.gt.depth[g]})
-    else:
-        d = t["dets"]
-        col = "cls_split" if chosen.startswith("cls_") and "cls_split" in d else "bin"
-        d = d[d[col] == chosen].sort_values("score", ascending=False, kind="stable")
-        p = d["pred"].to_numpy(np.int64)
-        ex = d.assign(image_id=pred.image_id[p], category=pred.category[p])
-    st.caption(f"{len(ex)} in bin **{chosen}**; select a row to open it in the scene inspector.")
-    ex = ex.head(200).reset_index(drop=True)
+    t = A.tide(ctx.view(run), fg=fg, bg=bg)
+    n_bin = int((np.asarray(t.gt_status) == "missed").sum()) if chosen == "missed" else int(
+        (t.dets["cls_split" if chosen.startswith("cls_") else "bin"] == chosen).sum())
+    ex = A.tide_examples(ctx.view(run), fg=fg, bg=bg, bin=chosen, n=200).drop(columns=["kind"])
+    ex = ex.dropna(axis=1, how="all")
+    st.caption(f"{n_bin} in bin **{chosen}** (the {len(ex)} highest-scoring shown); select a row to open it in the "
+               "scene inspector.")
     st.dataframe(ex, hide_index=True, on_select=lambda: _on_example(ex, run), selection_mode="single-row",
                  key="tide_examples")
     if st.session_state.pop("_goto_scene", False):
@@ -97,8 +90,8 @@ with ui.guard("Monocular oracles"):
                "objects but places them at the wrong distance.")
     rows = []
     for run in runs:
-        o = cache.mono_oracles(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score)
-        rows.append(o["table"].assign(run=run, base_ap=o["base_ap"]))
+        o = A.oracles(ctx.view(run))
+        rows.append(o.table.assign(run=run, base_ap=o.base_ap))
     ot = pd.concat(rows, ignore_index=True)
     ui.plot(bars.grouped_bars(ot, "factor", "gain", "run", y_title="mAP3D gain (points)"), "oracle_bars",
             export_name=f"mono_oracles_{ctx.dataset}")
@@ -113,7 +106,7 @@ with ui.guard("Centre-distance metrics"):
                                  "nuscenes": "nuScenes BEV distance (0.5–4 m)"}.get)
     rows, per_cat = [], []
     for run in runs:
-        res = cache.distance_scores(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score, mode)
+        res = A.distance_table(ctx.view(run, distance_mode=mode))
         rows.append({"run": run, **res["summary"]})
         if res["per_category"] is not None:
             per_cat.append(res["per_category"].assign(run=run))

@@ -32,10 +32,11 @@ with ui.guard("The protocol comparison"):
     c1, c2 = st.columns([2, 3])
     ui.ensure_valid("focus_run", runs)
     c1.selectbox("Run", runs, **ui.bind("focus_run", ":or"))
-    c2.radio("Draw the image as scored under", list(S.PROTOCOLS), horizontal=True, **ui.bind("protocol", ":or"))
+    # Local to this page: how the image below is drawn. The sidebar's protocol is not changed.
+    draw_as = c2.radio("Draw the image as scored under", list(S.PROTOCOLS), horizontal=True, key="or_draw")
     run = ui.get("focus_run")
-    cmp_ = cache.protocol_comparison(ctx.cfg_key, ctx.dataset, run, ctx.min_score)
-    s = cmp_["summary"]
+    cmp_ = cache.analysis(ctx.cfg_key).protocol_comparison(ctx.view(run))
+    s = cmp_.summary()
     m = st.columns(4)
     m[0].metric("mAP3D dataset-level", f"{s['map_dataset_level']:.2f}")
     m[1].metric("mAP3D target-aware", f"{s['map_target_aware']:.2f}", delta=f"{s['delta_abs']:+.2f}",
@@ -44,7 +45,7 @@ with ui.guard("The protocol comparison"):
     m[3].metric("Predictions removed", f"{s['n_removed']}",
                 help=f"{s['n_removed_cross_class']} of them overlap a GT of another class (cross-class FPs).")
 
-    per_class = cmp_["per_class"]
+    per_class = cmp_.to_frame()
     fig = bars.delta_bars(per_class, "ap_dataset_level", "ap_target_aware", category="class",
                           label_before="dataset-level", label_after="target-aware",
                           title="Per-class AP3D change under the oracle")
@@ -56,7 +57,7 @@ with ui.guard("The protocol comparison"):
         ui.export_table(per_class, f"oracle_{ctx.dataset}_{run}", "or_table",
                         caption=f"{run} on {ctx.dataset}: dataset-level vs target-aware AP3D")
 
-    removed = cmp_["removed"]
+    removed = cmp_.removed
     st.subheader(f"Removed by the oracle ({len(removed)})")
     if removed.empty:
         st.info("The oracle removes no prediction of this run: every predicted class is annotated in its image.")
@@ -73,10 +74,10 @@ with ui.guard("The protocol comparison"):
     st.selectbox("Image with removed predictions", images, format_func=lambda i: f"image {i}",
                  **ui.bind("image_id", ":or"))
     image_id = int(ui.get("image_id"))
-    boxes = cache.boxes(ctx.cfg_key, ctx.dataset, (run,), "dataset-level", ctx.min_score, ctx.iou)
+    boxes = cache.boxes(ctx.cfg_key, ctx.view(protocol="dataset-level"), (run,))
     rows = boxes[boxes["image_id"] == image_id]
     gone = set(removed.loc[removed["image_id"] == image_id, "pred_row"].astype(int).tolist())
-    oracle_on = ui.get("protocol") == "target-aware"
+    oracle_on = draw_as == "target-aware"
     layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, rows, removed=gone if oracle_on else None,
                                   highlight=ui.get("highlight"))
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)

@@ -11,13 +11,18 @@ import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, selection, ui
+from ov3d_core.errors import InputError
+from ov3d_core.eval.constants import AP_KEYS, SUMMARY_KEYS
 from ov3d_core.viz import bars
 
 ui.page_header("Overview", "mAP3D (Omni3D protocol: mean AP over 3D IoU 0.05:0.05:0.50) per dataset and run, with "
                "AP at 3D IoU 0.15/0.25/0.50, near/medium/far and 3D class-agnostic recall at IoU 0.15. AP in percent.")
 ctx = ui.need_context()
+A = cache.analysis(ctx.cfg_key)
 
-AP_COLS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F")
+AP_COLS = AP_KEYS
+#: The leaderboard columns shown (the rest of ``Analysis.leaderboard_row`` is in the export).
+SHOWN = ["dataset", "run", *SUMMARY_KEYS, "n_out_of_vocabulary", "in_domain"]
 
 
 def _on_row(board):
@@ -57,17 +62,26 @@ with ui.guard("The leaderboard"):
                            "(otherwise only the active dataset).")
     focus = ui.get("focus_run") if ui.get("focus_run") in ctx.all_runs else (ctx.runs[0] if ctx.runs else None)
     if focus is not None:  # the active run first: it is what the page opens on
-        _metrics(cache.leaderboard_row(ctx.cfg_key, ctx.dataset, focus, ctx.protocol, ctx.min_score))
+        _metrics(A.leaderboard_row(ctx.view(focus)))
     st.caption("Select a row to make its dataset and run active. Under the target-aware protocol each image is "
                "prompted only with its GT classes, which hides cross-class false positives (see the Oracle page).")
     slot = st.empty()
     rows = []
+    failed = []
     for ds, run in cache.leaderboard_pairs(ctx.cfg_key, None if everywhere else (ctx.dataset,)):
-        rows.append(cache.leaderboard_row(ctx.cfg_key, ds, run, ctx.protocol, ctx.min_score))
+        try:
+            rows.append(A.leaderboard_row(ctx.view(run, dataset=ds)))
+        except InputError as exc:  # one broken run file: the others still load
+            failed.append((ds, run, str(exc)))
+            continue
         if len(rows) % 5 == 1:  # rows appear while the others are scored (first start: files are parsed)
-            slot.dataframe(pd.DataFrame(rows, columns=cache.LEADERBOARD_COLUMNS), hide_index=True)
-    board = pd.DataFrame(rows, columns=cache.LEADERBOARD_COLUMNS)
+            slot.dataframe(pd.DataFrame(rows, columns=SHOWN), hide_index=True)
+    for ds, run, msg in failed:
+        st.error(f"Run **{run}** on {ds} could not be loaded: {msg}", icon=":material/error:")
+    board = pd.DataFrame(rows)[SHOWN] if rows else pd.DataFrame(columns=SHOWN)
     shown = board.drop(columns=["in_domain"]) if board["in_domain"].isna().all() else board
+    if not shown["n_out_of_vocabulary"].any():
+        shown = shown.drop(columns=["n_out_of_vocabulary"])
     slot.dataframe(shown, hide_index=True, on_select=lambda: _on_row(board), selection_mode="single-row",
                    key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
     ui.export_table(shown, f"leaderboard_{ctx.protocol}", "lb", caption=f"mAP3D ({ctx.protocol} protocol)")
@@ -80,7 +94,7 @@ with ui.guard("The leaderboard"):
 with ui.guard("Per-category AP"):
     if ctx.runs:
         st.subheader(f"Per-category AP3D on {ctx.dataset}")
-        pc = cache.per_category(ctx.cfg_key, ctx.dataset, ctx.runs, ctx.protocol, ctx.min_score)
+        pc = A.per_category_runs(ctx.view(), ctx.runs)
         cat = ui.get("category")
         fig = bars.category_bars(pc, "AP3D", highlight=cat, height=420)
         st.caption("Click a bar to select that category and run. Missing bars: no ground truth of that class.")
@@ -108,7 +122,7 @@ with ui.guard("Per-category AP"):
 with ui.guard("The three-axis breakdown"):
     probed = {k.split("/", 1)[1]: v for k, v in (ui.get("prompt_cv") or {}).items()
               if k.split("/", 1)[0] == ctx.dataset}
-    tr = cache.transfer(ctx.cfg_key, ctx.protocol, ctx.min_score, tuple(sorted(probed.items())))
+    tr = A.transfer(ctx.view(), prompt_cv=probed or None)
     st.subheader("Three axes: geometry, semantics, domain")
     st.caption("Geometry: mean 3D class-agnostic recall; semantics: mean mAP3D; domain: out-of-domain / in-domain "
                "mAP3D ratio within one environment (needs `trained_on` in the config); prompt robustness: 1 − CV of "
@@ -116,10 +130,10 @@ with ui.guard("The three-axis breakdown"):
                f"({', '.join(sorted(probed)) or 'none yet'}). No axis predicts another.")
     axes = {"geometric": "Geometry: recall3D@15", "semantic": "Semantics: mAP3D",
             "cross_domain_ratio": "Domain: out / in mAP3D"}
-    fig = bars.three_axis_chart(tr["axes"], axes)
+    fig = bars.three_axis_chart(tr["three_axis"], axes)
     ui.plot(fig, "three_axis", export_name="three_axis")
-    st.dataframe(tr["axes"], hide_index=True,
-                 column_config=ui.fmt_table(tr["axes"], percent=("semantic", "semantic_in_domain",
+    st.dataframe(tr["three_axis"], hide_index=True,
+                 column_config=ui.fmt_table(tr["three_axis"], percent=("semantic", "semantic_in_domain",
                                                                  "semantic_out_of_domain"),
                                             fraction=("geometric", "prompt_robustness", "cross_domain_ratio",
                                                       "recall_cross_domain_ratio")))

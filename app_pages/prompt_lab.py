@@ -1,6 +1,7 @@
 """Prompt lab: remap a frozen run's boxes onto the dataset vocabulary under each prompt template (OV3D-Bench,
-training-free VLM remapping), score every template, and show prompt sensitivity: mAP3D per template and per
-prompt type, coefficient of variation, label flips, the threshold θ, and per-crop similarities."""
+training-free VLM remapping), score every template, and show prompt sensitivity (mAP3D per template and prompt
+type, CV, label flips), prompt consistency (PCR / PLC), the rank of the correct label and the vocabulary-size curve
+(FG-OVD), calibrated acceptance, and per-crop similarities. Every number is an ``Analysis`` call."""
 
 from __future__ import annotations
 
@@ -9,23 +10,23 @@ import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, ui
+from ov3d_core.analysis import RemapSpec
+from ov3d_core.errors import InputError
 from ov3d_core.viz import bars
+from ov3d_core.viz.curves import line_chart
 from ov3d_core.viz.heatmap import confusion_heatmap
 
 ui.page_header("Prompt lab", "Localisation is held fixed: each predicted box is cropped, embedded once, and relabelled "
                "with its most similar dataset class under a template, if the similarity reaches θ. Every template "
                "re-scores the same boxes. CV = σ/μ of mAP3D over templates (lower = more prompt-robust).")
 ctx = ui.need_context()
-
-
-def _templates():
-    import ov3d_core.remap.templates as tpl
-    return tpl, tpl.load_templates()
+A = cache.analysis(ctx.cfg_key)
 
 
 with ui.guard("The prompt lab"):
-    import ov3d_core.diagnostics.prompts as prompts
-    tpl_mod, all_templates = _templates()
+    import ov3d_core.remap.templates as tpl_mod
+
+    all_templates = tpl_mod.load_templates()
     spec = cache.encoder_spec()
     if spec == "proxy":
         st.warning("Encoder: **demo stand-in** (sentence embeddings of the demo's crop captions, not SigLIP). It "
@@ -34,7 +35,7 @@ with ui.guard("The prompt lab"):
                    icon=":material/science:")
     else:
         st.caption(f"Encoder: `{spec[3:]}`")
-    runs = [r for r in cache.remappable_runs(ctx.cfg_key, ctx.dataset, spec) if r in ctx.all_runs]
+    runs = [r for r in A.remappable_runs(ctx.dataset, spec) if r in ctx.all_runs]
     if not runs:
         st.info(f"No run on {ctx.dataset} can be remapped with this encoder: the demo stand-in needs a run with a "
                 "`crops:` file in the benchmark config; a real encoder (OV3D_ENCODER) crops the images itself.")
@@ -51,44 +52,40 @@ with ui.guard("The prompt lab"):
                    format_func=lambda i: f"{i} · {by_id[i].text}", **ui.bind("templates"))
     c3.text_input("Your template", placeholder="a photo of a {} on the road.",
                   help="Exactly one {} for the class name.", **ui.bind("custom_template"))
+    custom = (ui.get("custom_template") or "").strip()
+    if custom:
+        try:
+            tpl_mod.validate_text(custom, record="your template")
+        except InputError as exc:  # the error sits beside the input; the presets are still scored
+            c3.error(str(exc).split(": ", 1)[-1], icon=":material/error:")
+            custom = ""
     run = ui.get("focus_run")
 
     with st.spinner("Embedding the run's crops (first use only; cached on disk)…"):
-        rm = cache.remapper(ctx.cfg_key, ctx.dataset, run, spec)
+        rm = A.remapper(ctx.dataset, run, spec)
     calibrated = bool(getattr(rm.encoder, "has_calibrated_bias", False))
-    lo, hi, default = (0.0, 1.0, 0.5) if calibrated else (-0.2, 1.0, 0.0)
+    lo, hi = (0.0, 1.0) if calibrated else (-0.2, 1.0)
+    default = A.theta(ctx.view(run, remap=RemapSpec(encoder=spec)))
     theta = ui.get("theta")
     if theta is None or not lo <= theta <= hi:
         st.session_state["theta"] = default
     st.slider("θ: keep a box when its top-1 " + ("probability" if calibrated else "cosine similarity") + " reaches",
               lo, hi, step=0.01, **ui.bind("theta"))
     theta = float(ui.get("theta"))
+    view = ctx.view(run, remap=RemapSpec(encoder=spec, theta=theta))
 
-    chosen = [by_id[i] for i in (ui.get("templates") or ids)]
-    custom = (ui.get("custom_template") or "").strip()
-    if custom:
-        chosen.append(tpl_mod.custom_template(custom))  # InputError (shown) when it lacks exactly one {}
-    rows, top1 = [], {}
-    bar = st.progress(0.0, text="Scoring templates…")
-    for k, t in enumerate(chosen):
-        key = t.text if t.group == "custom" else t.id
-        res = cache.template_score(ctx.cfg_key, ctx.dataset, run, spec, key, theta, ctx.protocol)
-        rows.append({"template": t.id, "group": t.group, "text": t.text, "AP3D": res["summary"].get("AP3D", np.nan),
-                     "AP3D@25": res["summary"].get("AP3D@25", np.nan), "kept": res["n_kept"]})
-        top1[t.id] = res["label"]
-        bar.progress((k + 1) / len(chosen), text=f"Scoring templates… {t.id}")
-    bar.empty()
-    table = pd.DataFrame(rows)
-    sens = prompts.prompt_sensitivity(dict(zip(table["template"], table["AP3D"])),
-                                      dict(zip(table["template"], table["group"])))
+    chosen = list(ui.get("templates") or ids) + ([custom] if custom else [])
+    with st.spinner("Scoring templates…"):
+        table = A.template_scores(view, chosen)
+        sens = A.prompt_sensitivity(view, chosen)
     if not ui.get("templates") and not custom:  # the 15 presets: comparable across runs, feeds the Overview
         st.session_state["prompt_cv"] = {**(ui.get("prompt_cv") or {}), f"{ctx.dataset}/{run}": float(sens.cv)}
     m = st.columns(4)
     m[0].metric("Mean mAP3D over templates", f"{sens.mean:.2f}")
-    m[1].metric("CV (σ/μ)", f"{sens.cv:.1%}" if np.isfinite(sens.cv) else "n/a")
-    m[2].metric("Best prompt type", sens.best_group or "n/a")
+    m[1].metric("CV (σ/μ)", f"{sens.cv:.1%}" if np.isfinite(sens.cv) else "—")
+    m[2].metric("Best prompt type", sens.best_group or "—")
     m[3].metric("Standard → overdetailed", f"{-sens.drop_standard_to_overdetailed:+.2f}"
-                if np.isfinite(sens.drop_standard_to_overdetailed) else "n/a", help="Change of the group mean.")
+                if np.isfinite(sens.drop_standard_to_overdetailed) else "—", help="Change of the group mean.")
 
     left, right = st.columns([3, 2])
     with left:
@@ -105,27 +102,86 @@ with ui.guard("The prompt lab"):
     st.subheader("One template in detail")
     names = table["template"].tolist()
     ui.ensure_valid("template", names)
-    st.selectbox("Template", names, format_func=lambda i: f"{i} · {table.set_index('template').loc[i, 'text']}",
+    text_of = dict(zip(table["template"], table["text"]))
+    st.selectbox("Template", names, format_func=lambda i: i if i == text_of.get(i) else f"{i} · {text_of.get(i)}",
                  **ui.bind("template"))
     tsel = ui.get("template")
-    tkey = next((t.text if t.group == "custom" else t.id) for t in chosen if t.id == tsel)
-    detail = cache.template_score(ctx.cfg_key, ctx.dataset, run, spec, tkey, theta, ctx.protocol)
+    tview = view.with_(remap=RemapSpec(encoder=spec, theta=theta, template=tsel))
+    detail = A.summary(tview)
+    row = table.set_index("template").loc[tsel]
     d = st.columns(3)
-    d[0].metric(f"mAP3D with {tsel}", f"{detail['summary'].get('AP3D', np.nan):.2f}")
-    d[1].metric("Boxes kept", f"{detail['n_kept']}")
-    d[2].metric("Recall3D@15", f"{detail['summary'].get('recall3D@15', np.nan):.3f}")
-    pc = detail["per_category"].assign(run=f"{run}* {tsel}")
+    d[0].metric(f"mAP3D with {tsel}", f"{detail.get('AP3D', np.nan):.2f}")
+    d[1].metric("Boxes kept", f"{int(row['n_kept'])}")
+    d[2].metric("Recall3D@15", f"{detail.get('recall3D@15', np.nan):.3f}")
+    pc = A.per_category(tview).assign(run=f"{run}* {tsel}")
     ui.plot(bars.category_bars(pc, "AP3D", height=360), "pl_cat", export_name=f"prompt_{tsel}_per_category")
 
-    vocab = list(rm.class_names)
-    flips = prompts.label_flips(top1, tsel, vocab)
+    flips = A.label_flips(view, tsel, chosen)
     st.markdown(f"**Label flips relative to {tsel}** (a kept box whose top-1 class changes under another template)")
     pcf = flips.per_class()
     st.dataframe(pcf, hide_index=True)
     ui.export_table(pcf, f"label_flips_{run}_{tsel}", "pl_flips")
 
+    st.subheader("Consistency and ranking")
+    k1, k2 = st.columns(2)
+    with k1:
+        cons = A.consistency(view, chosen)
+        s = cons.summary()
+        st.markdown("**Prompt consistency** (Pro-Bench): a GT counts for PCR when every template recovers it "
+                    "(same class, 3D IoU ≥ 0.5); PLC is the agreement of the boxes that do (1 with remapping: the "
+                    "boxes are shared).")
+        c = st.columns(3)
+        c[0].metric("PCR", f"{s['PCR']:.3f}" if np.isfinite(s["PCR"]) else "—")
+        c[1].metric("PLC", f"{s['PLC']:.3f}" if np.isfinite(s["PLC"]) else "—")
+        c[2].metric("Recall under any template", f"{s['recall_any']:.3f}" if np.isfinite(s["recall_any"]) else "—")
+        if cons.per_class is not None:
+            st.dataframe(cons.per_class, hide_index=True, column_config=ui.fmt_table(
+                cons.per_class, fraction=("pcr", "plc", "recall_any")))
+            ui.export_table(cons.per_class, f"prompt_consistency_{run}", "pl_cons")
+    with k2:
+        from ov3d_core.diagnostics.fgovd import median_rank
+
+        ranks = A.label_ranks(tview)
+        mr = median_rank(ranks["rank"].to_numpy())
+        st.markdown(f"**Rank of the correct label** (FG-OVD) under {tsel}: 1 = the GT class scores highest for the "
+                    "box covering it (3D IoU > 0.5); the worst rank when no box covers it.")
+        c = st.columns(3)
+        c[0].metric("Median rank", f"{mr['median']:.1f}" if np.isfinite(mr["median"]) else "—")
+        c[1].metric("FG-OVD median", f"{mr['median_fgovd']:.0f}" if np.isfinite(mr["median_fgovd"]) else "—",
+                    help="FG-OVD's convention: sorted(ranks)[len // 2 + 1].")
+        c[2].metric("GT ranked", f"{mr['n']}")
+        per_cls = ranks.groupby("category", sort=False)["rank"].agg(["count", "median", "mean"]).reset_index()
+        st.dataframe(per_cls, hide_index=True)
+        ui.export_table(ranks, f"label_ranks_{run}_{tsel}", "pl_ranks")
+
+    st.subheader("Vocabulary size and calibrated acceptance")
+    v1, v2 = st.columns(2)
+    with v1:
+        curve = A.vocabulary_curve(tview)
+        st.caption("FG-OVD's hard-negative curve: every box covering a GT chooses among its GT class and the k "
+                   "classes most similar to it (text embeddings); k = 0 is a classification oracle.")
+        ui.plot(line_chart(curve, "vocabulary_size", "AP3D", title=f"mAP3D vs vocabulary size · {tsel}",
+                           x_title="classes to choose from (GT + k hard negatives)", y_title="mAP3D (%)"),
+                "pl_vocab", export_name=f"vocabulary_curve_{run}")
+        ui.export_table(curve, f"vocabulary_curve_{run}_{tsel}", "pl_vocab_t")
+    with v2:
+        st.caption("Instead of one θ: a logistic model of P(TP) from top-1 similarity, margin, detector score and "
+                   "box size, fitted on 70% of the images, scored on the other 30%.")
+        try:
+            cal = A.calibration(tview)
+        except ValueError as exc:  # e.g. the train images hold no TP
+            st.info(f"Calibration cannot be fitted here: {exc}")
+        else:
+            st.dataframe(cal.table, hide_index=True, column_config=ui.fmt_table(cal.table, percent=("AP3D",)))
+            rel = cal.reliability()
+            if len(rel):
+                ui.plot(line_chart(rel, "mean_p", "observed_tp", title="Reliability on held-out images",
+                                   x_title="predicted P(TP)", y_title="observed TP fraction", diagonal=True,
+                                   x_range=[0, 1], y_range=[0, 1]), "pl_calib", export_name=f"calibration_{run}")
+            ui.export_table(cal.table, f"calibration_{run}_{tsel}", "pl_cal")
+
     st.subheader("Per-crop similarities")
-    b = cache.benchmark(ctx.cfg_key)
+    b = A.benchmark
     pred = b.run(run, ctx.dataset).pred
     valid = np.flatnonzero(np.asarray(rm.valid, bool))
     if not len(valid):
@@ -135,8 +191,9 @@ with ui.guard("The prompt lab"):
     crop = st.selectbox("Prediction", order.tolist(),
                         format_func=lambda r: f"image {int(pred.image_id[r])} · {pred.category[r]} "
                                               f"{pred.score[r]:.2f} · row {r}", key="pl_crop")
-    sims = np.stack([rm.similarities(t.text if t.group == "custom" else t.id)[crop] for t in chosen])
-    fig = confusion_heatmap(sims, [t.id for t in chosen], vocab, row_title="template", col_title="class",
+    vocab = list(rm.class_names)
+    sims = np.stack([rm.similarities(t)[crop] for t in chosen])
+    fig = confusion_heatmap(sims, chosen, vocab, row_title="template", col_title="class",
                             show_text=len(vocab) <= 20)
     cc1, cc2 = st.columns([1, 4])
     with cc1:
@@ -145,7 +202,7 @@ with ui.guard("The prompt lab"):
         if path is not None and path.exists() and box[2] > box[0]:
             st.image(cache.thumbnail(str(path), tuple(float(v) for v in box), size=220))
         top = [vocab[int(np.argmax(s))] for s in sims]
-        st.dataframe(pd.DataFrame({"template": [t.id for t in chosen], "top-1": top,
-                                   "value": sims.max(axis=1)}), hide_index=True)
+        st.dataframe(pd.DataFrame({"template": chosen, "top-1": top, "value": sims.max(axis=1)}), hide_index=True)
     with cc2:
         ui.plot(fig, "pl_sims", export_name=f"crop_similarities_{run}_{crop}")
+

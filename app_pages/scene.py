@@ -74,7 +74,7 @@ with ui.guard("The scene inspector"):
     f4.slider("Hide predictions below", 0.0, 1.0, step=0.05, **ui.bind("f_min_score"))
     f5.radio("Colour", list(S.COLOR_BY), **ui.bind("color_by"))
 
-    boxes = cache.boxes(ctx.cfg_key, ctx.dataset, tuple(runs), ctx.protocol, ctx.min_score, ctx.iou)
+    boxes = cache.boxes(ctx.cfg_key, ctx.view(), tuple(runs))
     filt_runs = [ui.get("f_run")] if ui.get("f_run") in runs else runs
     images = selection.filtered_images(boxes, all_images, classes=ui.get("f_classes"), errors=ui.get("f_errors"),
                                        runs=filt_runs, min_score=ui.get("f_min_score"))

@@ -3,6 +3,7 @@ subsets with adverse / favourable bounds), and in-domain vs out-of-domain mAP3D 
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from ov3d_app import cache, ui
@@ -28,9 +29,9 @@ with ui.guard("Class-split sensitivity"):
         c2.number_input("Classes per subset", 1, max(n_cls - 1, 1), step=1, **ui.bind("split_k"))
         c3.number_input("Subsets", 100, 20000, step=500, **ui.bind("split_n"))
         run = ui.get("focus_run")
-        res = cache.split_sensitivity(ctx.cfg_key, ctx.dataset, run, ctx.protocol, ctx.min_score,
-                                      int(ui.get("split_k")), int(ui.get("split_n")))
-        s = res["summary"]
+        res = cache.analysis(ctx.cfg_key).class_splits(ctx.view(run), subset_size=int(ui.get("split_k")),
+                                                        n_subsets=int(ui.get("split_n")))
+        s = res.to_dict()
         m = st.columns(4)
         m[0].metric("Subset mAP3D", f"{s['mean']:.1f} ± {s['std']:.1f}" if s["mean"] == s["mean"] else "n/a")
         m[1].metric("Adverse bound", f"{s['adverse']:.1f}" if s["adverse"] == s["adverse"] else "n/a",
@@ -38,8 +39,8 @@ with ui.guard("Class-split sensitivity"):
         m[2].metric("Favourable bound", f"{s['favourable']:.1f}" if s["favourable"] == s["favourable"] else "n/a",
                     help="Mean AP of the highest-AP classes.")
         m[3].metric("All classes", f"{s['full']:.1f}" if s["full"] == s["full"] else "n/a")
-        if len(res["subset_means"]):
-            fig = bars.histogram_with_bounds(res["subset_means"], {"adverse": s["adverse"], "all classes": s["full"],
+        if len(res.subset_means):
+            fig = bars.histogram_with_bounds(np.asarray(res.subset_means), {"adverse": s["adverse"], "all classes": s["full"],
                                                                    "favourable": s["favourable"]},
                                              title=f"mAP3D over {s['n_subsets']} random {s['subset_size']}-class "
                                                    f"subsets · {run}")
@@ -52,20 +53,21 @@ with ui.guard("Class-split sensitivity"):
 
 with ui.guard("Domain transfer"):
     st.subheader("Domain transfer")
-    tr = cache.transfer(ctx.cfg_key, ctx.protocol, ctx.min_score)
-    if not tr["has_training_info"]:
+    A = cache.analysis(ctx.cfg_key)
+    tr = A.transfer(ctx.view())
+    if not any(A.trained_on().values()):
         st.info("No run in this benchmark config says which datasets it was trained on (`trained_on:`), so every "
                 "run counts as out-of-domain and no in/out comparison exists. The table lists what was scored.")
     st.markdown("**mAP3D by run and dataset** (in-domain: the run was trained on the dataset)")
-    table = tr["table"]
+    table = tr["transfer"]
     st.dataframe(table, hide_index=True, column_config=ui.fmt_table(table, percent=("map3d",),
                                                                      fraction=("recall",)))
     ui.export_table(table, "domain_transfer", "tr_table", caption="In- and out-of-domain mAP3D")
-    if len(tr["per_run"]):
+    if len(tr["transfer_per_run"]):
         st.markdown("**Per run and environment**: mean out-of-domain / mean in-domain")
-        st.dataframe(tr["per_run"], hide_index=True, column_config=ui.fmt_table(
-            tr["per_run"], percent=("map3d_in", "map3d_out"),
+        st.dataframe(tr["transfer_per_run"], hide_index=True, column_config=ui.fmt_table(
+            tr["transfer_per_run"], percent=("map3d_in", "map3d_out"),
             fraction=("map3d_ratio", "recall_in", "recall_out", "recall_ratio")))
-    if len(tr["pairs"]):
+    if len(tr["transfer_pairs"]):
         st.markdown("**Per dataset**: each in-domain run against each out-of-domain run of the same environment")
-        st.dataframe(tr["pairs"], hide_index=True)
+        st.dataframe(tr["transfer_pairs"], hide_index=True)

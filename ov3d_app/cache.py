@@ -1,12 +1,13 @@
-"""Every ``st.cache_resource`` / ``st.cache_data`` of the app, keyed on hashable ids.
+"""The app's data layer: the shared ``Analysis`` of a config, plus image and figure work.
 
-- ``cache_resource``: the ``Benchmark`` (one per config file and modification time), encoders and live remappers.
-- ``cache_data``: result tables (scores, leaderboards, confusion matrices, point clouds, thumbnails), keyed on
-  ``(cfg_key, dataset, run, protocol, min_score, iou, ...)``. ``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an
-  edited config is re-read.
+- ``analysis(cfg_key)`` (``cache_resource``): one ``ov3d_core.Analysis`` per config for the whole server. Every
+  number a page shows is one of its methods for a ``View`` (``ui.Context.view``); it memoises results per ``View``
+  once for all sessions, so nothing here re-composes a metric or a view recipe.
+- ``cache_data``: names, image tables, box tables for drawing, point clouds, image data URIs and thumbnails.
 
-Pages call these functions and render what they return; nothing here draws. Heavy modules (open3d, torch,
-transformers) are imported inside the functions that need them.
+``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read. Pages call these functions and render
+what they return; nothing here draws. Heavy modules (open3d, torch, transformers) are imported inside the functions
+that need them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ DEMO_ENV = "OV3D_DEMO_DIR"
 #: Environment variable with a Hugging Face checkpoint for the prompt lab (else the demo proxy encoder).
 ENCODER_ENV = "OV3D_ENCODER"
 
-LEADERBOARD_METRICS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F", "recall3D@15")
 
 
 # ================================================================================================ data source
@@ -78,11 +78,17 @@ def _path_of(cfg_key: str) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def benchmark(cfg_key: str):
-    """The ``Benchmark`` of a config (shared by all sessions; it is thread-safe and lazily loads its parts)."""
-    from ov3d_core.benchmark import Benchmark
+def analysis(cfg_key: str):
+    """The ``Analysis`` of a config: shared by every session of the server (it is thread-safe, loads its files lazily
+    and memoises every result per ``View`` once for all sessions)."""
+    from ov3d_core.analysis import Analysis
 
-    return Benchmark.from_yaml(_path_of(cfg_key))
+    return Analysis.from_yaml(_path_of(cfg_key))
+
+
+def benchmark(cfg_key: str):
+    """The ``Benchmark`` (files, geometry) behind :func:`analysis`."""
+    return analysis(cfg_key).benchmark
 
 
 _warm_lock = threading.Lock()
@@ -129,65 +135,10 @@ def dataset_info(cfg_key: str, dataset: str) -> dict:
             "environment": ds.environment, "n_gt": int(len(ds.gt)), "n_images": int(len(ds.images))}
 
 
-def _score(b, run: str, dataset: str, protocol: str, min_score: float, view=None):
-    return b.score(run, dataset, protocol=protocol, min_score=min_score, view=view)
-
-
-def _plain_score(rs, iou: float) -> dict:
-    """A ``RunScore`` as picklable tables; statuses at 3D IoU ``iou``."""
-    return {"summary": {k: float(v) for k, v in dict(rs.summary).items()},
-            "per_category": pd.DataFrame(rs.per_category).copy(),
-            "pred_status": pd.DataFrame(rs.pred_status(iou)).copy(),
-            "gt_status": pd.DataFrame(rs.gt_status(iou)).copy()}
-
-
-@st.cache_resource(show_spinner=False, max_entries=128)
-def run_score(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float):
-    """The ``RunScore`` of a run (shared, read-only): AP with match records, recall, and the scored view."""
-    return _score(benchmark(cfg_key), run, dataset, protocol, float(min_score))
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def score(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, iou: float = 0.25) -> dict:
-    """``Benchmark.score`` as plain tables: summary dict, per_category, pred_status, gt_status (at ``iou``)."""
-    return _plain_score(run_score(cfg_key, dataset, run, protocol, float(min_score)), float(iou))
-
-
-LEADERBOARD_COLUMNS = ["dataset", "run", *LEADERBOARD_METRICS, "in_domain"]
-
-
-@st.cache_data(show_spinner=False, max_entries=1024)
-def leaderboard_row(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float) -> dict:
-    """One leaderboard row: the summary metrics of a run on a dataset (AP in percent, recall as a fraction)."""
-    s = score(cfg_key, dataset, run, protocol, min_score)["summary"]
-    spec = benchmark(cfg_key).run_spec(run, dataset)
-    return {"dataset": dataset, "run": run, **{m: s.get(m, np.nan) for m in LEADERBOARD_METRICS},
-            "in_domain": spec.in_domain if spec.trained_on else None}
-
-
 def leaderboard_pairs(cfg_key: str, datasets: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
     """The (dataset, run) rows of the leaderboard, in config order."""
     b = benchmark(cfg_key)
     return [(ds, run) for ds in (datasets or tuple(b.dataset_names)) for run in b.run_names(ds)]
-
-
-def leaderboard(cfg_key: str, protocol: str, min_score: float, datasets: tuple[str, ...] | None = None
-                ) -> pd.DataFrame:
-    """One row per (dataset, run); see :func:`leaderboard_row`."""
-    rows = [leaderboard_row(cfg_key, ds, run, protocol, min_score) for ds, run in leaderboard_pairs(cfg_key, datasets)]
-    return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def per_category(cfg_key: str, dataset: str, runs: tuple[str, ...], protocol: str, min_score: float
-                 ) -> pd.DataFrame:
-    """Per-category AP3D of several runs, long format: run, category, AP3D, n_gt, n_pred."""
-    parts = []
-    for run in runs:
-        pc = score(cfg_key, dataset, run, protocol, min_score)["per_category"].copy()
-        pc.insert(0, "run", run)
-        parts.append(pc)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "category", "AP3D"])
 
 
 # ================================================================================================ boxes
@@ -210,21 +161,21 @@ def _status_frame(df: pd.DataFrame, n: int, default: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def boxes(cfg_key: str, dataset: str, runs: tuple[str, ...], protocol: str, min_score: float, iou: float
-          ) -> pd.DataFrame:
-    """The box table (``ov3d_app.selection.box_table``) of a dataset and runs under a protocol and threshold."""
+def boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
+    """The box table (``ov3d_app.selection.box_table``) of ``view.dataset`` for ``runs``: statuses at ``view.iou``
+    under ``view``'s protocol and threshold (``Analysis.pred_status`` / ``gt_status``)."""
     from ov3d_app.selection import box_table
 
-    b = benchmark(cfg_key)
-    ds = b.dataset(dataset)
+    a = analysis(cfg_key)
+    ds = a.benchmark.dataset(view.dataset)
     preds, gt_status = {}, {}
     for run in runs:
-        sc = score(cfg_key, dataset, run, protocol, min_score, iou)
-        pred = b.run(run, dataset).pred
-        ps = _status_frame(sc["pred_status"], len(pred), "not evaluated")
+        v = view.with_(run=run)
+        pred = a.benchmark.run(run, view.dataset).pred
+        ps = _status_frame(a.pred_status(v), len(pred), "not evaluated")
         preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": pred.category, "score": pred.score,
                                    "status": ps["status"], "matched": ps["matched"], "iou": ps["iou"]})
-        gt_status[run] = _status_frame(sc["gt_status"], len(ds.gt), "FN")["status"].to_numpy()
+        gt_status[run] = _status_frame(a.gt_status(v), len(ds.gt), "FN")["status"].to_numpy()
     gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": ds.gt.category,
                        "status": np.where(ds.gt.ignore, "ignored", "GT")})
     return box_table(gt, preds, gt_status)
@@ -316,164 +267,8 @@ def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160
     return buf.getvalue()
 
 
-# ================================================================================================ diagnostics
-def _label_view(b, dataset: str, run: str, protocol: str, min_score: float):
-    """The label view ``Benchmark.score`` evaluates: the run's labels -> protocol filter -> score threshold."""
-    import ov3d_core.eval.scoring as sc
-    ds, r = b.dataset(dataset), b.run(run, dataset)
-    return sc.threshold_view(sc.apply_protocol(sc.default_view(ds, r), ds, r, protocol), min_score)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def confusion(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, level: str = "fine",
-              iou: float = 0.5):
-    """The confusion matrix (``eval.confusion.ConfusionMatrix``) of a run, fine or super-category level, plus the
-    super-category summary numbers (dict) for ``level="super"``."""
-    import ov3d_core.diagnostics.confusion as conf
-    import ov3d_core.eval.labels as labels
-    b = benchmark(cfg_key)
-    ds = b.dataset(dataset)
-    view = _label_view(b, dataset, run, protocol, min_score)
-    cm = conf.confusion_matrix(b.pairs(run, dataset), view, labels.gt_codes(ds.gt.category, view.vocabulary),
-                               ds.gt.ignore, ds.gt.image_id, iou_threshold=iou)
-    if level == "super":
-        sup = conf.super_category_confusion(cm)
-        return sup.matrix, {"cross_super_share_of_confusions": sup.cross_super_share_of_confusions,
-                            "mean_off_diagonal": sup.mean_off_diagonal}
-    return cm, {}
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def protocol_comparison(cfg_key: str, dataset: str, run: str, min_score: float) -> dict:
-    """Dataset-level vs target-aware on one run: per-class table, summary, removed predictions."""
-    import ov3d_core.diagnostics.protocol_comparison as protocols
-    b = benchmark(cfg_key)
-    ds, r = b.dataset(dataset), b.run(run, dataset)
-    view = _label_view(b, dataset, run, "dataset-level", min_score)
-    cmp_ = protocols.compare_protocols_boxes(ds.gt, r.pred, b.pairs(run, dataset), view, proximity=ds.proximity,
-                                             keep_results=False)
-    return {"per_class": cmp_.to_frame(), "summary": cmp_.summary(), "removed": cmp_.removed.copy()}
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def split_sensitivity(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, k: int, n: int,
-                      seed: int = 0) -> dict:
-    """Class-split sensitivity of one run: summary dict and the subset means."""
-    import ov3d_core.diagnostics.splits as splits
-    pc = score(cfg_key, dataset, run, protocol, min_score)["per_category"]
-    s = splits.class_split_sensitivity(pd.Series(pc["AP3D"].to_numpy(np.float64), index=pc["category"]),
-                                       subset_size=int(k), n_subsets=int(n), seed=seed)
-    return {"summary": s.to_dict(), "subset_means": np.asarray(s.subset_means).copy()}
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def transfer(cfg_key: str, protocol: str, min_score: float, prompt_cv: tuple = ()) -> dict:
-    """Domain-transfer tables over every (run, dataset) of the benchmark; ``prompt_cv`` ((run, cv) pairs from the
-    prompt lab) fills the three-axis table's prompt-robustness column."""
-    import ov3d_core.diagnostics.transfer as tr
-    b = benchmark(cfg_key)
-    board = leaderboard(cfg_key, protocol, min_score)
-    results = pd.DataFrame({"run": board["run"], "dataset": board["dataset"], "map3d": board["AP3D"],
-                            "recall": board["recall3D@15"]})
-    trained = {}
-    for spec in b.config.runs.values():
-        trained.setdefault(spec.name, set()).update(spec.trained_on)
-    envs = {name: spec.environment for name, spec in b.config.datasets.items()}
-    t = tr.domain_transfer(results, {k: sorted(v) for k, v in trained.items()}, envs)
-    axes = tr.three_axis_breakdown(t, prompt_cv=dict(prompt_cv) or None)
-    return {"table": t.table, "per_run": t.per_run, "pairs": t.pairs, "axes": axes.table,
-            "has_training_info": any(trained.values())}
-
-
 # ================================================================================================ prompt lab
 def encoder_spec() -> str:
     """``hf:<checkpoint>`` when ``$OV3D_ENCODER`` is set, else the demo proxy."""
     env = os.environ.get(ENCODER_ENV, "").strip()
     return env if env.startswith("hf:") else (f"hf:{env}" if env else "proxy")
-
-
-@st.cache_resource(show_spinner=False, max_entries=2)
-def encoder(spec: str):
-    """The remapping encoder (shared; loads torch/transformers on first use)."""
-    import ov3d_core.remap.encoders as encoders
-    return encoders.make_encoder(spec)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def remapper(cfg_key: str, dataset: str, run: str, spec: str):
-    """A ``LiveRemapper`` over the run's cached crop embeddings (computed on first use, then on disk)."""
-    import ov3d_core.remap.pipeline as pipeline
-    import ov3d_core.remap.cache as cache
-    import ov3d_core.remap.templates as templates
-    b = benchmark(cfg_key)
-    ds, r = b.dataset(dataset), b.run(run, dataset)
-    enc = encoder(spec)
-    store = cache.EmbeddingStore(b.config.cache_dir / "embeddings")
-    emb = pipeline.embed_run(store, ds, r, enc, crops_json=b.run_spec(run, dataset).crops, progress=False)
-    text_cache = cache.TextEmbeddingCache(b.config.cache_dir / "text")
-    return pipeline.LiveRemapper(emb, r.pred.record, r.pred.score, enc, ds.vocabulary, text_cache=text_cache,
-                                 templates=templates.load_templates())
-
-
-def remappable_runs(cfg_key: str, dataset: str, spec: str) -> list[str]:
-    """Runs that the prompt lab can remap: with crops (any encoder) or any run (pixel encoders)."""
-    b = benchmark(cfg_key)
-    runs = b.run_names(dataset)
-    if spec == "proxy":
-        return [r for r in runs if b.run_spec(r, dataset).crops is not None]
-    return runs
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def template_score(cfg_key: str, dataset: str, run: str, spec: str, template: str, theta: float, protocol: str
-                   ) -> dict:
-    """Remap a run under one template spec and threshold, then score it: summary, per-category, top-1 labels."""
-    rm = remapper(cfg_key, dataset, run, spec)
-    view = rm.label_view(template, float(theta))
-    b = benchmark(cfg_key)
-    rs = _score(b, run, dataset, protocol, 0.0, view=view)
-    res = rm.result(template, float(theta))
-    return {"summary": {k: float(v) for k, v in dict(rs.summary).items()},
-            "per_category": pd.DataFrame(rs.per_category).copy(), "label": np.asarray(res.label).copy(),
-            "n_kept": int(np.asarray(res.keep).sum())}
-
-
-# ================================================================================================ error breakdown
-@st.cache_data(show_spinner=False, max_entries=64)
-def distance_scores(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, mode: str = "3dmood"
-                    ) -> dict:
-    """Centre-distance AP and TP errors (3D-MOOD / WildDet3D ODS, or the nuScenes-style variant) of a run."""
-    import ov3d_core.diagnostics.distance as dist
-    b = benchmark(cfg_key)
-    ds, r = b.dataset(dataset), b.run(run, dataset)
-    view = _label_view(b, dataset, run, protocol, min_score)
-    res = dist.evaluate_distance_view(ds.gt, r.pred, view, mode=mode)
-    out = {"summary": {k: float(v) for k, v in res.summary().items()}}
-    for name in ("per_category", "per_threshold"):
-        fn = getattr(res, name, None)
-        out[name] = fn() if callable(fn) else None
-    return out
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def tide(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float, fg: float = 0.25, bg: float = 0.1
-         ) -> dict:
-    """3D TIDE error bins of a run (``eval.errors.tide_3d_view``): bin table, base mAP, binned detections, missed GT."""
-    import ov3d_core.diagnostics.tide as errors
-    b = benchmark(cfg_key)
-    ds, r = b.dataset(dataset), b.run(run, dataset)
-    res = errors.tide_3d_view(ds.gt, r.pred, b.pairs(run, dataset), _label_view(b, dataset, run, protocol, min_score),
-                              fg=fg, bg=bg, proximity=ds.proximity)
-    return {"table": res.table.copy(), "base_ap": float(res.base_ap), "dets": res.dets.copy(),
-            "missed": np.flatnonzero(np.asarray(res.gt_status) == "missed"), "note": res.note}
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def mono_oracles(cfg_key: str, dataset: str, run: str, protocol: str, min_score: float) -> dict:
-    """Monocular oracles of a run (GT depth / size / rotation substituted; ``eval.errors.monocular_oracles_view``)."""
-    import ov3d_core.diagnostics.oracles as errors
-    b = benchmark(cfg_key)
-    ds, r = b.dataset(dataset), b.run(run, dataset)
-    res = errors.monocular_oracles_view(ds.gt, r.pred, b.pairs(run, dataset),
-                                        _label_view(b, dataset, run, protocol, min_score), proximity=ds.proximity)
-    return {"table": res.table.copy(), "base_ap": float(res.base_ap)}

@@ -137,6 +137,13 @@ class Context:
     min_score: float
     iou: float
 
+    def view(self, run: str | None = None, **changes):
+        """The ``ov3d_core.View`` of the sidebar's selection for ``run`` (other fields overridable)."""
+        from ov3d_core.analysis import View
+
+        fields = {"dataset": self.dataset, "protocol": self.protocol, "min_score": self.min_score, "iou": self.iou}
+        return View(run=run, **{**fields, **changes})
+
 
 def context() -> Context | None:
     """The page context set by app.py, or None when no benchmark is loaded (app.py then already said why)."""

@@ -554,6 +554,27 @@ class Analysis:
 
         return self._memoised("tide", (_score_key(view), float(fg), float(bg)), compute)
 
+    def tide_examples(self, view: View, *, fg: float = 0.25, bg: float = 0.1, bin: str | None = None,
+                      n: int = 20) -> pd.DataFrame:
+        """The highest-scoring false positives of every TIDE bin (``bin``: one bin, or a ``cls_within`` /
+        ``cls_across`` split) and up to ``n`` missed GT, with image id and category: ``kind`` ("prediction" / "gt"),
+        ``pred`` or ``gt`` row, ``bin``, ``score``, ``iou``, ..."""
+        t = self.tide(view, fg=fg, bg=bg)
+        ds = self.benchmark.dataset(view.dataset)
+        pred = self.benchmark.run(view.run, view.dataset).pred
+        d = t.dets
+        if bin is not None and bin != "missed":
+            col = "cls_split" if bin.startswith("cls_") and "cls_split" in d else "bin"
+            d = d[d[col] == bin]
+        d = d.sort_values(["bin", "score"], ascending=[True, False], kind="stable").groupby("bin").head(n)
+        p = d["pred"].to_numpy(np.int64)
+        det = d.assign(kind="prediction", image_id=pred.image_id[p], category=pred.category[p])
+        g = np.flatnonzero(np.asarray(t.gt_status) == "missed")[:n]
+        missed = pd.DataFrame({"bin": "missed", "kind": "gt", "gt": g, "image_id": ds.gt.image_id[g],
+                               "category": ds.gt.category[g], "depth": ds.gt.depth[g]})
+        parts = [det] if bin not in (None, "missed") else [missed] if bin == "missed" else [det, missed]
+        return pd.concat(parts, ignore_index=True)
+
     def oracles(self, view: View, *, association: str = "greedy"):
         """Monocular oracles (GT depth / size / rotation substituted): an ``OracleResult``."""
         from ov3d_core.diagnostics.oracles import monocular_oracles_view
@@ -660,7 +681,8 @@ class Analysis:
             ts = rm.resolve(spec)
             v = view.with_(remap=replace(view.remap, template=spec))
             s = self.summary(v)
-            rows.append({"template": ts[0].id if len(ts) == 1 else spec,
+            one = ts[0] if len(ts) == 1 else None
+            rows.append({"template": (one.text if one.group == "custom" else one.id) if one else spec,
                          "group": ts[0].group if len({t.group for t in ts}) == 1 else "ensemble",
                          "text": ts[0].text if len(ts) == 1 else " | ".join(t.text for t in ts),
                          "AP3D": s.get("AP3D", np.nan), "AP3D@25": s.get("AP3D@25", np.nan),

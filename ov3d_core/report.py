@@ -419,21 +419,8 @@ def tide_tables(a: Analysis, views: Sequence[View], options: ReportOptions, *, n
     for v in views:
         t = a.tide(v, fg=options.tide_fg, bg=options.tide_bg)
         bins.append(_keyed(t.table.assign(base_ap=t.base_ap, fg=t.fg, bg=t.bg), v))
-        examples.append(_keyed(tide_examples(a, v, t, n_examples), v))
+        examples.append(_keyed(a.tide_examples(v, fg=options.tide_fg, bg=options.tide_bg, n=n_examples), v))
     return {"tide": _concat(bins), "tide_examples": _concat(examples)}
-
-
-def tide_examples(a: Analysis, view: View, t, n: int = 20) -> pd.DataFrame:
-    """The highest-scoring detections of every TIDE bin (and up to ``n`` missed GT) of one view, with image ids."""
-    ds = a.benchmark.dataset(view.dataset)
-    pred = a.benchmark.run(view.run, view.dataset).pred
-    d = t.dets.sort_values(["bin", "score"], ascending=[True, False], kind="stable").groupby("bin").head(n)
-    p = d["pred"].to_numpy(np.int64)
-    det = d.assign(kind="prediction", image_id=pred.image_id[p], category=pred.category[p])
-    g = np.flatnonzero(np.asarray(t.gt_status) == "missed")[:n]
-    missed = pd.DataFrame({"bin": "missed", "kind": "gt", "gt": g, "image_id": ds.gt.image_id[g],
-                           "category": ds.gt.category[g], "depth": ds.gt.depth[g]})
-    return pd.concat([det, missed], ignore_index=True)
 
 
 def oracle_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:

@@ -64,6 +64,7 @@ class CalibrationResult:
         train_images, test_images: the image split.
         n_train, n_train_tp: training detections and positives.
         model: the fitted scikit-learn pipeline.
+        held_out: ``(n_pred,)`` bool, detections of the held-out images.
     """
 
     table: pd.DataFrame
@@ -75,6 +76,21 @@ class CalibrationResult:
     n_train: int
     n_train_tp: int
     model: object
+    held_out: np.ndarray | None = None
+
+    def reliability(self, n_bins: int = 10) -> pd.DataFrame:
+        """Reliability curve on the held-out detections: per equal-width bin of P(TP), the mean predicted P(TP), the
+        observed TP fraction and the count (bins without a detection are left out)."""
+        ok = np.isfinite(self.proba) & np.isfinite(self.is_tp)
+        if self.held_out is not None:
+            ok &= self.held_out
+        p, y = self.proba[ok], self.is_tp[ok]
+        edges = np.linspace(0.0, 1.0, int(n_bins) + 1)
+        b = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, int(n_bins) - 1)
+        rows = [{"bin_lo": edges[k], "bin_hi": edges[k + 1], "mean_p": float(p[b == k].mean()),
+                 "observed_tp": float(y[b == k].mean()), "n": int((b == k).sum())}
+                for k in range(int(n_bins)) if (b == k).any()]
+        return pd.DataFrame(rows, columns=["bin_lo", "bin_hi", "mean_p", "observed_tp", "n"])
 
     def ap(self, rule: str) -> float:
         return float(self.table.set_index("rule").loc[rule, "AP3D"])
@@ -170,7 +186,7 @@ def calibrated_acceptance(inputs: APInputs, features, fixed_keep, *, n_categorie
                                  "coef_raw": np.r_[coef_raw, icpt_raw]})
     return CalibrationResult(table=pd.DataFrame(rows), coefficients=coefficients, proba=proba, is_tp=is_tp,
                              train_images=train_img, test_images=test_img, n_train=int(train.sum()),
-                             n_train_tp=int(y.sum()), model=model)
+                             n_train_tp=int(y.sum()), model=model, held_out=p_test)
 
 
 def calibrated_acceptance_from_remap(gt, pred, pairs, remap, vocabulary, *, size: str = "volume",

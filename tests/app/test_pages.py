@@ -159,7 +159,7 @@ def test_prompt_lab_template_change_rescores(tiny_demo):
         assert metric(at, f"mAP3D with {tid}") == f"{table.loc[tid, 'AP3D']:.2f}"
     at.slider(key="w:theta").set_value(0.9).run()  # a strict θ keeps fewer boxes
     assert not problems(at)
-    assert at.dataframe[1].value["kept"].sum() < table["kept"].sum()
+    assert at.dataframe[1].value["n_kept"].sum() < table["n_kept"].sum()
 
 
 def test_pin_a_view_and_present_it(tiny_demo):
