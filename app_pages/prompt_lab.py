@@ -78,8 +78,6 @@ with ui.guard("The prompt lab"):
     with st.spinner("Scoring templates…"):
         table = A.template_scores(view, chosen)
         sens = A.prompt_sensitivity(view, chosen)
-    if not ui.get("templates") and not custom:  # the 15 presets: comparable across runs, feeds the Overview
-        st.session_state["prompt_cv"] = {**(ui.get("prompt_cv") or {}), f"{ctx.dataset}/{run}": float(sens.cv)}
     m = st.columns(4)
     m[0].metric("Mean mAP3D over templates", f"{sens.mean:.2f}")
     m[1].metric("CV (σ/μ)", f"{sens.cv:.1%}" if np.isfinite(sens.cv) else "—")

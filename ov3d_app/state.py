@@ -87,8 +87,6 @@ KEYS: tuple[Key, ...] = (
     Key("template", None, "str", "tsel", doc="template whose remapped labels are shown"),
     Key("theta", None, "float", "theta", lo=-1.0, hi=1.0, doc="remapping similarity threshold (None: default)"),
     Key("custom_template", "", "str", None, doc="a template the user typed"),
-    Key("prompt_cv", {}, "any", None,
-        doc="CV of mAP3D over the 15 preset templates, per 'dataset/run' probed in the prompt lab this session"),
     # splits / transfer
     Key("split_k", 10, "int", "k", lo=1, hi=1000, doc="classes per random subset"),
     Key("split_n", 2000, "int", "n", lo=10, hi=100000, doc="number of random subsets"),

@@ -697,6 +697,21 @@ class Analysis:
         t = self.template_scores(view, templates)
         return prompt_sensitivity(dict(zip(t["template"], t["AP3D"])), dict(zip(t["template"], t["group"])))
 
+    def prompt_cv(self, view: View, remap: "RemapSpec | str", templates: Sequence[str] = DEFAULT_TEMPLATES, *,
+                  runs: Sequence[str] | None = None) -> dict[str, float]:
+        """Per run: the mean over datasets of the prompt CV over ``templates`` (every remappable run remapped with
+        ``remap``, an encoder spec string meaning its default θ, under ``view``'s protocol and threshold): the
+        prompt-robustness axis of the three-axis table."""
+        spec = remap if isinstance(remap, RemapSpec) else RemapSpec(encoder=remap)
+        out: dict[str, list[float]] = {}
+        for d in self.datasets:
+            for run in self.remappable_runs(d, spec.encoder):
+                if runs is not None and run not in runs:
+                    continue
+                v = view.with_(dataset=d, run=run, remap=spec)
+                out.setdefault(run, []).append(float(self.prompt_sensitivity(v, templates).cv))
+        return {r: float(np.mean(v)) for r, v in out.items()}
+
     def label_flips(self, view: View, reference: str, templates: Sequence[str] = DEFAULT_TEMPLATES):
         """Kept boxes whose remapped top-1 class changes between ``reference`` and the other templates."""
         from ov3d_core.diagnostics.prompts import label_flips

@@ -481,12 +481,12 @@ def prompt_tables(a: Analysis, views: Sequence[View], options: ReportOptions) ->
             "vocabulary_curve": _concat(vocab), "calibration": _concat(calib)}
 
 
-def prompt_cv_of(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
-    """Per run: the mean over datasets of the prompt CV (what the three-axis table's robustness uses)."""
-    sens = tables.get("prompt_sensitivity")
-    if sens is None or not len(sens):
+def prompt_cv(a: Analysis, options: ReportOptions) -> dict[str, float]:
+    """Per run: the mean over datasets of the prompt CV (:meth:`Analysis.prompt_cv`; empty without an encoder)."""
+    if options.encoder is None:
         return {}
-    return {r: float(g["cv"].mean()) for r, g in sens.groupby("run", sort=False)}
+    return a.prompt_cv(options.view(a.datasets[0]), options.remap_spec(), tuple(options.templates),
+                       runs=options.remap_runs)
 
 
 def report_tables(a: Analysis, options: ReportOptions | None = None, *, progress: Callable | None = None
@@ -507,7 +507,7 @@ def report_tables(a: Analysis, options: ReportOptions | None = None, *, progress
     tables["oracles"] = oracle_table(a, views)
     tables.update(distance_tables(a, views, options))
     tables.update(prompt_tables(a, views, options))
-    tables.update(transfer_tables(a, options, prompt_cv_of(tables) or None))
+    tables.update(transfer_tables(a, options, prompt_cv(a, options) or None))
     return {k: tables[k] for k in TABLES if k in tables}
 
 
@@ -592,13 +592,13 @@ def build_report(a, options: ReportOptions | None = None, *, progress: Callable 
 
 def _notes(a: Analysis, tables: dict, options: ReportOptions) -> list[str]:
     notes = []
-    prompt_cv = prompt_cv_of(tables)
+    cvs = prompt_cv(a, options)
     axes = tables["three_axis"]
     if options.encoder is None:
         notes.append("Prompt robustness (three_axis.prompt_robustness) and the prompt tables are empty: no encoder "
                      "was given (--encoder proxy|hf:...), and no prompt result is invented.")
     else:
-        missing = [r for r in axes["run"] if r not in prompt_cv]
+        missing = [r for r in axes["run"] if r not in cvs]
         if missing:
             notes.append(f"Prompt robustness is NaN for runs that cannot be remapped with {options.encoder}: "
                          f"{', '.join(missing)}.")

@@ -6,6 +6,7 @@ need a browser (``test_browser.py``); here state is driven through widgets and `
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from pathlib import Path
 
@@ -198,17 +199,27 @@ def test_pages_on_a_user_benchmark_config(mini_config, page):
     assert at.sidebar.selectbox(key="w:dataset").value == "MiniIndoor"
 
 
-def test_prompt_lab_cv_reaches_the_overview_three_axis_table(tiny_demo):
+def test_prompt_robustness_toggle_fills_the_three_axis_table(tiny_demo):
+    """Off: no prompt number is invented (NaN). On: 1 - the mean CV over datasets of the runs that can be remapped,
+    the same CV the prompt lab shows for one (run, dataset)."""
     at = app("app_pages/prompt_lab.py", ds="demo_outdoor")  # the 15 preset templates
     assert not problems(at)
     run = at.session_state["focus_run"]
-    cv = at.session_state["prompt_cv"][f"demo_outdoor/{run}"]
-    shown = metric(at, "CV (σ/μ)")
-    assert shown == f"{cv:.1%}"
+    cv_outdoor = metric(at, "CV (σ/μ)")
     at.switch_page("app_pages/overview.py")
     at.run()
     assert not problems(at)
-    axes = next(d.value for d in at.dataframe if "prompt_robustness" in d.value.columns).set_index("run")
-    assert axes.loc[run, "prompt_robustness"] == pytest.approx(1 - cv)
-    others = [r for r in axes.index if r != run]
-    assert axes.loc[others, "prompt_robustness"].isna().all()  # not probed: no number invented
+
+    def axes():
+        return next(d.value for d in at.dataframe if "prompt_robustness" in d.value.columns).set_index("run")
+
+    assert axes()["prompt_robustness"].isna().all()
+    at.toggle(key="axes_prompts").set_value(True).run()
+    assert not problems(at)
+    from ov3d_core.analysis import Analysis, RemapSpec, View
+
+    a = Analysis.from_yaml(tiny_demo / "benchmark.yaml")
+    cvs = [a.prompt_sensitivity(View(d, run, remap=RemapSpec())).cv for d in a.datasets
+           if run in a.remappable_runs(d, "proxy")]
+    assert f"{cvs[a.datasets.index('demo_outdoor')]:.1%}" == cv_outdoor
+    assert axes().loc[run, "prompt_robustness"] == pytest.approx(1 - np.mean(cvs), rel=1e-12)
