@@ -40,10 +40,10 @@ import numpy as np
 import pandas as pd
 
 from ov3d_core.analysis import DEFAULT_TEMPLATES, Analysis, RemapSpec, View
-from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY
+from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY, STATUS_IOU
 from ov3d_core.tables import to_latex, to_markdown
 
-__all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "report_views", "leaderboard_table", "pivot_table",
+__all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "BOX_TABLES", "report_views", "leaderboard_table", "pivot_table",
            "per_category_table", "protocol_tables", "confusion_tables", "class_split_table", "transfer_tables",
            "tide_tables", "oracle_table", "distance_tables", "semantic_table", "prompt_tables",
            "report_tables", "build_report", "write_report"]
@@ -67,6 +67,8 @@ class ReportOptions:
         theta: remap threshold (None: the encoder's default); score_mode: remap score fusion.
         templates: the templates of the prompt probe (default: the 15 presets).
         remap_runs: restrict the prompt tables to these runs (None: every remappable run).
+        boxes: also write the per-prediction and per-GT status tables (``pred_status``, ``gt_status``) at
+            ``status_iou`` (large: one row per box).
     """
 
     protocol: str = "dataset-level"
@@ -84,6 +86,8 @@ class ReportOptions:
     score_mode: str = "detector"
     templates: tuple[str, ...] = DEFAULT_TEMPLATES
     remap_runs: tuple[str, ...] | None = None
+    boxes: bool = False
+    status_iou: float = STATUS_IOU
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -94,7 +98,8 @@ class ReportOptions:
             raise ValueError(f"confusion_iou: expected a value in (0, 1], got {self.confusion_iou}")
 
     def view(self, dataset: str, run: str | None = None, **kw) -> View:
-        return View(dataset=dataset, run=run, protocol=self.protocol, min_score=self.min_score, **kw)
+        return View(dataset=dataset, run=run, protocol=self.protocol, min_score=self.min_score,
+                    iou=self.status_iou, **kw)
 
     def remap_spec(self) -> RemapSpec | None:
         if self.encoder is None:
@@ -129,6 +134,13 @@ TABLES: dict[str, TableSpec] = {
     "per_category": TableSpec("Per-category AP", "Tables 3/4 (per class)",
                               "One row per (run, dataset, category): n_gt, n_pred, AP3D and its slices, AR and "
                               "class-agnostic recall of the category's GT."),
+    "pred_status": TableSpec("Status of every prediction", "(the scene inspector)",
+                             "Per (run, dataset, prediction row): image, category, score, status at the status IoU "
+                             "(TP / FP / mislabelled / ignored / not evaluated), matched GT row, best 3D IoU with any "
+                             "GT and that GT's row. Written with --boxes.", markdown=False),
+    "gt_status": TableSpec("Status of every GT box", "(the scene inspector)",
+                           "Per (run, dataset, GT row): image, category, status (TP / FN / ignored / not evaluated) "
+                           "and the matched prediction row. Written with --boxes.", markdown=False),
     "out_of_vocabulary": TableSpec("Predictions outside the vocabulary", "(not in the paper)",
                                    "Per (run, dataset, category): predictions whose category is not in the "
                                    "evaluated vocabulary; not scored (as Omni3D), counted here."),
@@ -218,6 +230,8 @@ TABLES: dict[str, TableSpec] = {
 #: Tables that need an encoder (``ReportOptions.encoder``); left out without one.
 PROMPT_TABLES = ("prompt_templates", "prompt_sensitivity", "prompt_consistency", "label_ranks", "vocabulary_curve",
                  "calibration")
+#: Tables written only with ``ReportOptions.boxes``.
+BOX_TABLES = ("pred_status", "gt_status")
 
 
 # ==================================================================================================== tables
@@ -277,6 +291,25 @@ def per_category_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
         df.insert(3, "super_category", [super_category(c) for c in df["category"]])
         parts.append(df)
     return _concat(parts) if parts else pd.DataFrame(columns=["run", "dataset", "category"])
+
+
+def status_tables(a: Analysis, views: Sequence[View]) -> dict[str, pd.DataFrame]:
+    """Per-box statuses of every view (:meth:`Analysis.pred_status` / :meth:`Analysis.gt_status`) with image ids
+    and categories."""
+    preds, gts = [], []
+    for v in views:
+        pred = a.benchmark.run(v.run, v.dataset).pred
+        gt = a.benchmark.dataset(v.dataset).gt
+        ps = a.pred_status(v)
+        ps.insert(1, "image_id", pred.image_id[ps["pred"].to_numpy()])
+        ps.insert(2, "category", pred.category[ps["pred"].to_numpy()])
+        ps.insert(3, "score", pred.score[ps["pred"].to_numpy()])
+        gs = a.gt_status(v)
+        gs.insert(1, "image_id", gt.image_id[gs["gt"].to_numpy()])
+        gs.insert(2, "category", gt.category[gs["gt"].to_numpy()])
+        preds.append(_keyed(ps, v))
+        gts.append(_keyed(gs, v))
+    return {"pred_status": _concat(preds), "gt_status": _concat(gts)}
 
 
 def out_of_vocabulary_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
@@ -499,6 +532,8 @@ def report_tables(a: Analysis, options: ReportOptions | None = None, *, progress
     tables = {"leaderboard": lb, "map3d": pivot_table(lb, "AP3D", datasets),
               "recall": pivot_table(lb, RECALL_KEY, datasets), "per_category": per_category_table(a, views),
               "out_of_vocabulary": out_of_vocabulary_table(a, views)}
+    if options.boxes:
+        tables.update(status_tables(a, views))
     tables.update(protocol_tables(a, views, options))
     tables.update(confusion_tables(a, views, options))
     tables["semantic_confusion"] = semantic_table(a, views, options)

@@ -57,6 +57,10 @@ def register(sub) -> None:
                    help="remap threshold (default: 0.5 for a calibrated probability, 0 for a cosine)")
     p.add_argument("--score-mode", default="detector", choices=["detector", "similarity", "product"],
                    help="remap score fusion (default: detector)")
+    p.add_argument("--boxes", action="store_true",
+                   help="also write the status of every prediction and GT box (pred_status, gt_status)")
+    p.add_argument("--status-iou", type=_iou, default=0.25,
+                   help="3D IoU at which boxes are marked TP / FP / FN in those tables (default: 0.25)")
     p.add_argument("--remap-runs", default=None, help="comma-separated runs to remap (default: every remappable run)")
     p.set_defaults(func=run)
 
@@ -84,7 +88,8 @@ def run(args) -> int:
     options = ReportOptions(protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
                             subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
                             tide_fg=args.tide_fg, tide_bg=args.tide_bg, encoder=args.encoder, theta=args.theta,
-                            score_mode=args.score_mode, remap_runs=runs)
+                            score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
+                            status_iou=args.status_iou)
     a = Analysis.from_yaml(args.config)
     config = a.benchmark.config
     n = len(config.runs)

@@ -12,7 +12,7 @@ import pytest
 
 from ov3d_core.analysis import Analysis, View
 from ov3d_core.cli import main
-from ov3d_core.report import PROMPT_TABLES, TABLES, ReportOptions, build_report, transfer_tables
+from ov3d_core.report import BOX_TABLES, PROMPT_TABLES, TABLES, ReportOptions, build_report, transfer_tables
 from ov3d_core.tables import to_latex, to_markdown
 from tests.report.conftest import DATASETS, RUNS, SPLITS, SUBSET, build_tiny_benchmark
 
@@ -43,7 +43,7 @@ def _csv(out: Path, name: str) -> pd.DataFrame:
 def test_every_expected_file_is_written(report_dir):
     expected = {"index.md", "README.md", "summary.json"}
     for name, spec in TABLES.items():
-        if name in PROMPT_TABLES:  # no --encoder: the prompt tables are left out
+        if name in PROMPT_TABLES + BOX_TABLES:  # no --encoder, no --boxes: left out
             assert not (report_dir / "csv" / f"{name}.csv").exists()
             continue
         expected.add(f"csv/{name}.csv")
@@ -70,7 +70,7 @@ def test_index_links_every_table_and_resolves(report_dir):
     for link in links:
         assert (report_dir / link).is_file(), link
     for name in TABLES:
-        assert (f"csv/{name}.csv" in links) == (name not in PROMPT_TABLES)
+        assert (f"csv/{name}.csv" in links) == (name not in PROMPT_TABLES + BOX_TABLES)
 
 
 def test_latex_files_are_tabulars_without_raw_nan(report_dir):
