@@ -112,15 +112,20 @@ def _one_or_many(v):
 def _check_pattern(v: str) -> str:
     """A per-image file pattern: ``{image_id}`` (optionally with a format spec such as ``{image_id:06d}``) and no
     other field, conversion or attribute access."""
+    got = None
     try:
-        fields = [(name, conv, spec) for _, name, spec, conv in string.Formatter().parse(v) if name is not None]
-        ok = bool(fields) and all(n == "image_id" and c is None for n, c, _ in fields)
-        ok = ok and isinstance(v.format(image_id=0), str)
+        fields = [(name, conv) for _, name, _, conv in string.Formatter().parse(v) if name is not None]
+        if not fields:
+            got = "a pattern without {image_id} (every image would get the same file)"
+        elif not all(n == "image_id" and c is None for n, c in fields):
+            got = "a pattern with another field, an attribute or a conversion"
+        else:
+            v.format(image_id=0)
     except (ValueError, KeyError, IndexError, AttributeError, TypeError):
-        ok = False
-    if not ok:
+        got = "a pattern Python's str.format cannot fill"
+    if got:
         raise PydanticCustomError("ov3d", "pattern", {"expected": "a path pattern whose only field is {image_id} "
-                                  "(e.g. depth/{image_id}.png)", "got": "a pattern without it or with another field"})
+                                  "(e.g. depth/{image_id}.png)", "got": got})
     return v
 
 
@@ -159,7 +164,7 @@ class DatasetModel(_Strict):
                                                                "categories).")
     proximity: bool | None = Field(None, description="Proximity evaluation (default: Omni3D's rule: on for "
                                                      "names containing SUNRGBD or Objectron).")
-    depth: Pattern | None = Field(None, description="Per-image depth map file pattern (png in mm, npy/npz in m).")
+    depth: Pattern | None = Field(None, description="Per-image depth map file pattern (.npz / .npy in metres, 16-bit .png / .tif in millimetres).")
     points: Pattern | None = Field(None, description="Per-image point cloud file pattern (.ply / .pcd).")
     subsets: Subsets | None = Field(None, description="Named category subsets whose mean AP is reported "
                                                       "(e.g. base / novel).")
