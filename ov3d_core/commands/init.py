@@ -110,6 +110,10 @@ def _walk(folder: Path) -> tuple[list[Path], list[Path], bool]:
     return files, dirs, False
 
 
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _first_char(p: Path) -> str:
     with open(p, "rb") as fh:
         head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -182,7 +186,7 @@ def _classify_json(p: Path, scan: Scan, crops: dict[Path, Path]) -> None:
         fmt, note = "detany3d-json", "guessed from the file name (DetAny3D writes {dataset}_output_results.json)"
     else:
         fmt, note = "cubercnn-json", "guessed: a flat list of 3D prediction records (Cube R-CNN JSON)"
-    scan.runs.append(FoundRun(p, fmt, ids, f"{len(recs)} predictions on {len(ids)} images", note))
+    scan.runs.append(FoundRun(p, fmt, ids, f"{_n(len(recs), 'prediction')} on {_n(len(ids), 'image')}", note))
 
 
 def _add_omni3d_gt(p: Path, doc: dict, scan: Scan) -> None:
@@ -205,7 +209,7 @@ def _add_omni3d_gt(p: Path, doc: dict, scan: Scan) -> None:
                       summary=f"Omni3D GT: {len(images)} images, {len(doc['annotations'])} annotations, "
                               f"{len(cats)} categories")
     ds.images, img_note = _images_root(p, scan.folder, [im.get("file_path") for im in images[:20]])
-    ds.notes.append(img_note)
+    ds.notes.append("images: " + img_note)
     scan.datasets.append(ds)
 
 
@@ -214,14 +218,14 @@ def _images_root(gt: Path, folder: Path, file_paths: list) -> tuple[Path | None,
     the GT's first ``file_path`` values exist."""
     paths = [fp for fp in file_paths if isinstance(fp, str) and fp]
     if not paths:
-        return None, "images: the GT's images have no file_path"
+        return None, "the GT's images have no file_path"
     candidates = [gt.parent, *[q for q in gt.parent.parents if q.is_relative_to(folder)], folder / "datasets"]
     for root in dict.fromkeys(candidates):
         hits = sum((root / fp).is_file() for fp in paths)
         if hits * 2 >= len(paths):
             return root, f"guessed: {hits} of the first {len(paths)} image file_path values exist under it"
-    return None, "images: none of the GT's first image file_path values exist under its folder or the folders " \
-                 "above it; set `images` to the folder they are relative to"
+    return None, "none of the GT's first image file_path values exist under its folder or the folders above it; " \
+                 "set `images` to the folder they are relative to"
 
 
 def _kitti_txt_fields(folder: Path) -> tuple[int, list[Path]] | None:
@@ -286,8 +290,9 @@ def _classify_pth(p: Path, scan: Scan) -> None:
     if ids is None:
         scan.skipped.append((p, "a .pth whose image ids are not all integers"))
         return
-    run = FoundRun(p, "cubercnn-pth", ids, f"{len(recs)} predictions on {meta.get('n_records', len(ids))} image "
-                   "records", "a list of per-image records with instances (Cube R-CNN .pth)")
+    run = FoundRun(p, "cubercnn-pth", ids, f"{_n(len(recs), 'prediction')} on "
+                   f"{_n(meta.get('n_records', len(ids)), 'image record')}",
+                   "a list of per-image records with instances (Cube R-CNN .pth)")
     if recs and all(isinstance(r.get("category_name"), str) for r in recs):
         run.category_note = "the records carry category_name: no category_list needed"
     else:
@@ -481,11 +486,11 @@ def _comment(lines: list[str], text: str, prefix: str = "    # ") -> None:
 
 def _entry(lines: list[str], pairs: list[tuple[str, str, str]], disabled: bool) -> None:
     """``- key: value  # note`` lines of one list entry (all commented out when ``disabled``)."""
-    width = max((len(k) + len(v) for k, v, _ in pairs), default=0) + 8
+    width = min(max((len(k) + len(v) for k, v, _ in pairs), default=0) + 8, 52)
     for i, (k, v, note) in enumerate(pairs):
         text = f"{'- ' if i == 0 else '  '}{k}: {v}"
         if note:
-            text = f"{text:<{width}}# {note}"
+            text = f"{text:<{width}}# {note}" if len(text) < width else f"{text}  # {note}"
         lines.append(("  # " if disabled else "  ") + text)
 
 
