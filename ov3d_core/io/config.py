@@ -164,7 +164,8 @@ class DatasetModel(_Strict):
                                                                "categories).")
     proximity: bool | None = Field(None, description="Proximity evaluation (default: Omni3D's rule: on for "
                                                      "names containing SUNRGBD or Objectron).")
-    depth: Pattern | None = Field(None, description="Per-image depth map file pattern (.npz / .npy in metres, 16-bit .png / .tif in millimetres).")
+    depth: Pattern | None = Field(None, description="Per-image depth map file pattern (.npz / .npy in metres, "
+                                                    "16-bit .png / .tif in millimetres).")
     points: Pattern | None = Field(None, description="Per-image point cloud file pattern (.ply / .pcd).")
     subsets: Subsets | None = Field(None, description="Named category subsets whose mean AP is reported "
                                                       "(e.g. base / novel).")

@@ -121,7 +121,8 @@ def test_each_path_key_outside_the_roots_is_refused(tree, where, key, value):
 
 def test_config_paths_lists_every_path_key(tree):
     root, _ = tree
-    cfg = load_config(config(root, images="data/img", depth="data/d/{image_id:06d}.png", points="data/p/{image_id}.ply"))
+    cfg = load_config(config(root, images="data/img", depth="data/d/{image_id:06d}.png",
+                             points="data/p/{image_id}.ply"))
     keys = {(rec, key) for rec, key, _ in config_paths(cfg)}
     assert keys == {("datasets[0]", "gt"), ("datasets[0]", "images"), ("datasets[0]", "depth"),
                     ("datasets[0]", "points"), ("runs[0]", "predictions"), ("runs[0]", "crops"), (None, "cache_dir")}

@@ -75,7 +75,8 @@ def test_recursive_and_undefined_aliases(tmp_path):
 def test_deep_nesting_is_refused_not_a_recursion_error(tmp_path, shape):
     n = 100_000
     levels = 300
-    text = "[" * n + "]" * n if shape == "flow" else "".join("  " * i + "- \n" for i in range(levels)) + "  " * levels + "x"
+    block = "".join("  " * i + "- \n" for i in range(levels)) + "  " * levels + "x"
+    text = "[" * n + "]" * n if shape == "flow" else block
     p = _write(tmp_path, "datasets: " + text if shape == "flow" else text)
     err = one_line_error(lambda: load_config(p))
     assert "at most 64 nested levels" in err.expected and str(err).startswith(f"{p}: line ")
