@@ -220,7 +220,8 @@ def load_yaml_file(path: str | os.PathLike, *, file: str | None = None, max_byte
         if p.is_dir():
             raise InputError(file, None, None, "a YAML file", Kind("a folder"))
         if not p.is_file():
-            raise InputError(file, None, None, "an existing YAML file", Kind("no such file"))
+            raise InputError(file, None, None, "an existing YAML file",
+                             Kind("not a regular file" if p.exists() else "no such file"))
         with open(p, "rb") as fh:
             data = fh.read(max_bytes + 1)
     except PermissionError:
