@@ -140,7 +140,15 @@ DatasetNames = Annotated[list[DatasetName], Expect("a list of dataset names")]
 GtPaths = Annotated[list[PathText], annotated_types.MinLen(1), BeforeValidator(_one_or_many),
                     Expect("a path or a non-empty list of paths")]
 Subsets = Annotated[dict[Name, CategoryNames], Expect("a mapping of subset name -> list of category names")]
-Generator = Annotated[dict[Name, str | int | float | bool], Expect("a mapping of names to plain values")]
+def _check_plain(v):
+    if v is not None and not isinstance(v, (str, int, float, bool)):
+        raise PydanticCustomError("ov3d", "plain", {"expected": "a plain value (a string, number or boolean)",
+                                                    "got": str(kind_of(v))})
+    return v
+
+
+PlainValue = Annotated[Any, AfterValidator(_check_plain)]
+Generator = Annotated[dict[Name, PlainValue], Expect("a mapping of names to plain values")]
 
 
 class _Strict(BaseModel):
@@ -275,11 +283,13 @@ def _hints(model: type[BaseModel]) -> dict:
 
 def _type_at(loc: tuple) -> tuple[Any, bool]:
     """The schema type at an error location, and whether the location is a mapping key (pydantic's ``[key]``)."""
+    if loc and loc[-1] == "[key]":  # (..., mapping, key, "[key]"): the key type of that mapping
+        owner, _ = _type_at(loc[:-2])
+        base, _ = _unwrap(owner)
+        return (typing.get_args(base)[0] if typing.get_origin(base) is dict else None), True
     t: Any = ConfigModel
     for part in loc:
         base, _ = _unwrap(t)
-        if part == "[key]":
-            return typing.get_args(base)[0], True
         if isinstance(base, type) and issubclass(base, BaseModel):
             hints = _hints(base)
             if part not in hints or part == "expect":
@@ -350,8 +360,10 @@ def _validation_error(file: str, exc: ValidationError) -> InputError:
                           Kind(f"a key that is {kind_of(value)}{more}"))
     t, is_key = _type_at(loc)
     expected = describe(t) if t is not None else "a valid value"
-    if is_key:
-        expected = f"{expected} as the key"
+    if is_key:  # name the mapping, not the key (which may not be printable as a path)
+        record, path = _split_loc(loc[:-2])
+        return InputError(file, record, path, f"a mapping whose keys are each {expected}",
+                          Kind(f"a key that is {kind_of(value)}{more}"))
     if typ == "missing":
         return InputError(file, record, path, f"{expected} (required)", Kind("nothing" + more))
     if typ == "ov3d":

@@ -89,6 +89,10 @@ CASES = [
      "{image_id}", "without {image_id}"),
     ("pattern spec", "datasets: [{name: A, gt: a.json, depth: 'd/{image_id:q}.png'}]\n", "datasets[0]", "depth",
      "{image_id}", "cannot fill"),
+    ("subset key", "datasets: [{name: A, gt: a.json, subsets: {1: [chair]}}]\n", "datasets[0]", "subsets",
+     "keys are each a non-empty string", "a key that is an integer"),
+    ("generator value", "generator: {seed: [1]}\ndatasets: [{name: A, gt: a.json}]\n", None, "generator.seed",
+     "a plain value", "a list"),
     ("date as name", "datasets: [{name: 2024-01-02, gt: a.json}]\n", "datasets[0]", "name", "a non-empty string",
      "a date"),
 ]
