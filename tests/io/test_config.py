@@ -273,6 +273,7 @@ def test_fuzz_mutated_demo_configs_are_one_line_errors_that_never_echo_values(tm
             refusals += 1
             msg = str(exc)
             assert "\n" not in msg and msg.startswith(str(p)), msg
+            assert "a valid value" not in msg, msg  # the schema walk named what was expected
             # A secret that became a *key* may be named in the key path; a value never.
             if secret_is_a_key:
                 assert secret not in msg.replace(f"{secret}`", ""), msg
