@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+from ov3d_core.analysis import Analysis, View
 from ov3d_core.benchmark import Benchmark
 from ov3d_core.cli import main
 from ov3d_core.io.config import load_config
@@ -29,10 +30,10 @@ def demo(tmp_path_factory):
 
 
 def ap_by_run(config) -> dict:
-    bench = Benchmark(config)
+    a = Analysis(Benchmark(config))
     out = {}
     for (run, ds) in config.runs:
-        s = bench.score(run, ds).summary
+        s = a.summary(View(ds, run))
         out[(run, ds)] = {k: s[k] for k in ("AP3D", "AP3D@15", "AP3D@50", "recall3D@15")}
     return out
 
@@ -148,8 +149,9 @@ def test_a_hand_built_folder(tmp_path, capsys):
     assert "notes.json" in skipped and "model_final.pth" in skipped
     # It evaluates: perfect predictions of both GT boxes, and the KITTI run on the KITTI labels.
     bench = Benchmark(cfg)
-    assert bench.score("exp1", "SUNRGBD_test").summary["AP3D"] == pytest.approx(100.0)
-    assert bench.score("mono", "kitti").summary["recall3D@15"] > 0
+    a = Analysis(bench)
+    assert a.summary(View("SUNRGBD_test", "exp1"))["AP3D"] == pytest.approx(100.0)
+    assert a.summary(View("kitti", "mono"))["recall3D@15"] > 0
     assert bench.asset_path("SUNRGBD_test", "points", 2) == root / "SUNRGBD_test" / "points" / "000002.ply"
 
 
