@@ -487,6 +487,13 @@ def _prep(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_image, p
     return out
 
 
+def _n_classes(n_categories, vocabulary) -> int:
+    K = int(n_categories)
+    if vocabulary is not None and len(vocabulary) != K:
+        raise ValueError(f"distance evaluation: expected a vocabulary of {K} names, got {len(vocabulary)}")
+    return K
+
+
 def _sample_curves(order_k, tp, fp, errs, npig, rec_thrs):
     """COCO accumulation for one class and all thresholds: precision (T, R) and sampled errors name -> (T, R)."""
     T = tp.shape[0]
@@ -575,7 +582,7 @@ def center_distance_eval(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R
     p = params or DistanceParams()
     a = _prep(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_image, pred_label, pred_score,
               pred_center, pred_dims, pred_R)
-    K = int(n_categories)
+    K = _n_classes(n_categories, vocabulary)
     n_gt, n_pred = len(a["gt_label"]), len(a["pred_label"])
     lo, hi = p.depth_range
     gz, pz = a["gt_center"][:, 2], a["pred_center"][:, 2]
@@ -823,7 +830,7 @@ def nuscenes_eval(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_
     p = params or NuScenesParams()
     a = _prep(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_image, pred_label, pred_score,
               pred_center, pred_dims, pred_R)
-    K = int(n_categories)
+    K = _n_classes(n_categories, vocabulary)
     names = list(vocabulary) if vocabulary is not None else [str(k) for k in range(K)]
     gl, pl = a["gt_label"].copy(), a["pred_label"].copy()
     gc, pc = a["gt_center"], a["pred_center"]
