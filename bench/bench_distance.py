@@ -28,11 +28,11 @@ def main(argv=None) -> None:
     w = build_workload(n_images=args.images, seed=0)
     view = label_view_from_names(w.pred.category, w.pred.score, w.vocabulary)
     print(f"workload: {w.describe()}\n")
-    print("| mode | first call (s) | warm, best of %d (s) | traced peak (MiB) | headline |" % args.repeat)
+    print(f"| mode | first call (s) | warm, best of {args.repeat} (s) | traced peak (MiB) | headline |")
     print("|---|---:|---:|---:|---|")
     cases = [(m, None) for m in DISTANCE_MODES] + [("3dmood", True)]
     for mode, prox in cases:
-        def call():
+        def call(mode=mode, prox=prox):
             return evaluate_distance_view(w.gt, w.pred, view, mode=mode, proximity=prox)
 
         t = time.perf_counter()

@@ -866,28 +866,27 @@ def nuscenes_eval(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_
         if n_gt_k[k] == 0 and not p.score_absent_classes:
             continue
         order_k = det_order[lab_order == k]
-        no_aoe = names[k] in p.orientation_nan
         period = p.orientation_period.get(names[k], 2 * np.pi)
 
-        def err_of(d_tp, g_tp):
+        def err_of(d_tp, g_tp, period=period):
             return {"ATE": bev(g_tp, d_tp),
                     "ASE": 1.0 - aligned_scale_iou(a["pred_dims"][d_tp], a["gt_dims"][g_tp]),
                     "AOE": _devkit_yaw_error(yaw_g[g_tp], yaw_p[d_tp], period)}
 
-        def curve(t, errors=None):
+        def curve(t, order_k=order_k, npos=int(n_gt_k[k]), errors=None):
+            if npos == 0:  # scored as absent: the devkit's no_predictions
+                return None
             m = dt_match[t, order_k]
             keep = ~((m >= 0) & gt_ign[np.maximum(m, 0)])  # neutral: matched an ignored GT
-            if n_gt_k[k] == 0:
-                return None
-            return _nusc_accumulate(order_k[keep], m[keep], int(n_gt_k[k]), score, rec_interp, errors)
+            return _nusc_accumulate(order_k[keep], m[keep], npos, score, rec_interp, errors)
 
         for i, th in enumerate(ths):
             md = curve(int(np.flatnonzero(np.isclose(all_ths, th))[0]))
             precision[i, :, k] = 0.0 if md is None else md["precision"]
             ap[i, k] = _calc_ap(md, p.min_recall, p.min_precision, n_rec)
-        md = curve(t_tp, err_of)
+        md = curve(t_tp, errors=err_of)
         for n in ("ATE", "ASE", "AOE"):
-            row[n] = np.nan if (n == "AOE" and no_aoe) else _calc_tp(md, p.min_recall, n)
+            row[n] = np.nan if (n == "AOE" and names[k] in p.orientation_nan) else _calc_tp(md, p.min_recall, n)
     tp_df = pd.DataFrame(rows, columns=["category", "n_gt", "ATE", "ASE", "AOE"])
     return NuScenesResult(ap=ap, tp_errors=tp_df, precision=precision, n_gt=n_gt_k.astype(np.int64), params=p,
                           vocabulary=None if vocabulary is None else tuple(vocabulary))

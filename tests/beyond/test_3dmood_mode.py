@@ -17,8 +17,8 @@ from ov3d_core.eval.labels import label_view_from_names
 from ov3d_core.geometry.boxes import rotation_y
 from ov3d_core.io import load_omni3d_gt
 
-from .conftest import make_boxset
 from ..io.factories import make_annotation, make_gt_json, make_image
+from .conftest import make_boxset
 
 THR = np.minimum(np.linspace(0.5, 1.0, 11), 1 - 1e-10)  # the loop caps t at 1 − 1e-10
 COMPAT = DistanceParams(compat=True)

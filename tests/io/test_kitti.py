@@ -50,6 +50,16 @@ def devkit_corners(h, w, l, loc, ry):
     return (Ry @ np.array([x, y, z])).T + np.asarray(loc)
 
 
+def _one_line_error(call, *parts):
+    with pytest.raises(InputError) as e:
+        call()
+    msg = str(e.value)
+    assert "\n" not in msg and "Traceback" not in msg
+    for part in parts:
+        assert part in msg, (part, msg)
+    return msg
+
+
 def sorted_rows(a):
     a = np.round(np.asarray(a), 9)
     return a[np.lexsort(a.T[::-1])]
@@ -118,11 +128,16 @@ def test_default_image_size_and_subset(tmp_path):
         load_kitti_gt(label_dir, calib_dir, image_ids=[5])
 
 
-def test_kitti_predictions(tmp_path):
-    label_dir, calib_dir, image_dir = write_kitti(tmp_path)
-    ds = load_kitti_gt(label_dir, calib_dir)
+def gt_and_results_dir(tmp_path):
+    """The LABELS dataset loaded, and an empty results folder."""
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
     res = tmp_path / "results"
     res.mkdir()
+    return calib_dir, load_kitti_gt(label_dir, calib_dir), res
+
+
+def test_kitti_predictions(tmp_path):
+    calib_dir, ds, res = gt_and_results_dir(tmp_path)
     (res / "000000.txt").write_text(PED + " 0.9\n")
     (res / "000003.txt").write_text(CAR + " 0.8\nTram 0 0 0 1 2 30 40 3.0 2.5 12.0 2.0 1.5 30.0 0.1 0.4\n")
     (res / "000004.txt").write_text("")
@@ -148,13 +163,19 @@ def test_kitti_predictions(tmp_path):
     ("Car 0 0 0 1 2 3 4 1 1 1 0 0 5", "15 values"),
     ("Car 0 0 0 1 2 3 4 1 x 1 0 0 5 0", "`width`"),
     ("Car 0 0 0 1 2 3 4 1 1 1 0 0 nan 0", "`z`"),
+    ("Car 0 0 0 1 2 3 4 1 1 1 0 0 inf 0", "`z`"),
+    ("Car 5 0 0 1 2 3 4 1 1 1 0 0 5 0", "`truncated`"),
+    ("Car 0 7 0 1 2 3 4 1 1 1 0 0 5 0", "`occluded`"),
+    ("Car 0 1.5 0 1 2 3 4 1 1 1 0 0 5 0", "`occluded`"),
+    ("Car 0 0 0 30 2 3 4 1 1 1 0 0 5 0", "`bbox`"),
+    ("Car 0 0 0 1 20 3 4 1 1 1 0 0 5 0", "`bbox`"),
+    ("Car 0 0 0 1 2 3 4 1 1_0 1 0 0 5 0", "`width`"),  # Python's float() takes these three; KITTI has none
+    ("Car 0 0 0 1 2 3 4 1 \u0663 1 0 0 5 0", "`width`"),
+    ("Car 0 0 0 1 2 3 4 1 0x1 1 0 0 5 0", "`width`"),
 ])
 def test_bad_label_line(tmp_path, line, part):
     label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000007": [PED, line]})
-    with pytest.raises(InputError) as e:
-        load_kitti_gt(label_dir, calib_dir)
-    msg = str(e.value)
-    assert "000007.txt" in msg and "line 2" in msg and part in msg
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "000007.txt", "line 2", part)
 
 
 def test_prediction_line_needs_score(tmp_path):
@@ -214,16 +235,6 @@ def test_camera2_offset_is_the_whole_p2_column(tmp_path):
     assert abs(mmdet[0] / mmdet[2] - ref[0] / ref[2]) == pytest.approx(0.252, abs=1e-3)
 
 
-def _one_line_error(call, *parts):
-    with pytest.raises(InputError) as e:
-        call()
-    msg = str(e.value)
-    assert "\n" not in msg and "Traceback" not in msg
-    for part in parts:
-        assert part in msg, (part, msg)
-    return msg
-
-
 def test_two_files_for_one_image_id(tmp_path):
     label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000001": [PED], "01": [CAR]})
     msg = _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "01.txt", "000001.txt", "same id 1")
@@ -242,27 +253,8 @@ def test_image_id_beyond_annotation_id_range(tmp_path):
     _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "9" * 19 + ".txt", "`image_id`", "at most")
 
 
-@pytest.mark.parametrize("line, part", [
-    ("Car 5 0 0 1 2 3 4 1 1 1 0 0 5 0", "`truncated`"),
-    ("Car 0 7 0 1 2 3 4 1 1 1 0 0 5 0", "`occluded`"),
-    ("Car 0 1.5 0 1 2 3 4 1 1 1 0 0 5 0", "`occluded`"),
-    ("Car 0 0 0 30 2 3 4 1 1 1 0 0 5 0", "`bbox`"),
-    ("Car 0 0 0 1 20 3 4 1 1 1 0 0 5 0", "`bbox`"),
-    ("Car 0 0 0 1 2 3 4 1 1_0 1 0 0 5 0", "`width`"),
-    ("Car 0 0 0 1 2 3 4 1 \u0663 1 0 0 5 0", "`width`"),
-    ("Car 0 0 0 1 2 3 4 1 0x1 1 0 0 5 0", "`width`"),
-    ("Car 0 0 0 1 2 3 4 1 1 1 0 0 inf 0", "`z`"),
-])
-def test_bad_label_values(tmp_path, line, part):
-    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000007": [PED, line]})
-    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "000007.txt", "line 2", part)
-
-
 def test_bad_result_lines(tmp_path):
-    label_dir, calib_dir, _ = write_kitti(tmp_path)
-    ds = load_kitti_gt(label_dir, calib_dir)
-    res = tmp_path / "results"
-    res.mkdir()
+    _, ds, res = gt_and_results_dir(tmp_path)
     (res / "000000.txt").write_text(PED + " 0.9\nCar 0 0 0 1 2 3 4 1.5 0 4 0 0 5 0 0.3\n")
     _one_line_error(lambda: load_kitti_predictions(res, ds), "000000.txt", "line 2", "positive sizes")
     (res / "000000.txt").write_text(PED + " nan\n")
@@ -298,7 +290,8 @@ def test_bad_calib(tmp_path, calib, part):
 def test_image_ids_are_integers(tmp_path):
     label_dir, calib_dir, _ = write_kitti(tmp_path)
     for bad in (True, 3.0, "³", None):
-        _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir, image_ids=[bad]), "`image_ids`", "integer")
+        _one_line_error(lambda bad=bad: load_kitti_gt(label_dir, calib_dir, image_ids=[bad]), "`image_ids`",
+                        "integer")
     assert load_kitti_gt(label_dir, calib_dir, image_ids=["3", np.int64(0)]).images["image_id"].tolist() == [3, 0]
 
 
