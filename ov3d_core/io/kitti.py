@@ -2,8 +2,11 @@
 
 Conversion of one object line (h, w, l, location = bottom-face centre in cam0 rectified coordinates, rotation_y):
 
-* ``K = P2[:, :3]``, ``t = K^-1 P2[:, 3]`` (the cam0 -> cam2 offset, about +0.06 m in x), so ``K (X + t)`` reproduces
-  ``P2 [X; 1]`` exactly;
+* ``K = P2[:, :3]``, ``t = K^-1 P2[:, 3]``: the cam0 -> cam2 offset from the **whole** fourth column of P2, so that
+  ``K (X + t)`` reproduces ``P2 [X; 1]`` exactly (training frame 000000: ``t = (0.05985, -0.00036, 0.00275)`` m).
+  mmdetection3d's KITTI converter keeps only the x part, ``(P2[0, 3] - P0[0, 3]) / P2[0, 0]`` (0.06217 m there):
+  2.3 mm further in x and 2.7 mm nearer in z than ours, a quarter of a pixel off the P2 projection for a pedestrian
+  8 m away. We keep the whole column on purpose: it projects exactly with the 3x3 K that Omni3D files carry;
 * ``dimensions = [w, h, l]``, ``R_cam = rotation_y(ry)``, ``center_cam = location + (0, -h/2, 0) + t``;
 * corners with ``corners_from_pose`` (the devkit's corner set shifted by t, in the Omni3D order);
 * ``bbox2D_tight`` = the KITTI bbox, ``bbox2D_proj`` / ``bbox2D_trunc`` by projecting the corners; ``truncation``
@@ -15,11 +18,20 @@ Types: Car, Van, Truck, Pedestrian, Cyclist, Tram -> lower case; Person_sitting 
 flagged ignore (reason "misc") so that it absorbs detections instead of counting as a miss in class-agnostic views.
 Any other type is an ``InputError``. Annotation ids are ``image_id * 10000 + line number`` (1-based), stable
 whatever subset of images is loaded.
+
+Files are named by their image id in ASCII digits (``000123.txt``); two names for one id (``01.txt`` beside
+``000001.txt``) are refused, as are ids beyond what the annotation ids can hold. Every bad line (token count, type,
+a field that is not an ASCII decimal number or not finite, truncation outside [0, 1] other than -1, occlusion other
+than -1..3, a 2D box with right < left or bottom < top, non-positive sizes in a result file) and every bad calib
+(no P2, two P2 lines, P2 not 12 finite numbers or not a rectified projection) is an ``InputError`` naming the file
+and the line. Files must be UTF-8 (ASCII) text.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,55 +57,97 @@ _IMAGE_EXTS = (".png", ".jpg", ".jpeg")
 _MAX_LINES = 9999
 
 
+#: An ASCII decimal number as KITTI files write them (no underscores, no other scripts' digits, no hex).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE | re.ASCII)
+#: The largest image id whose annotation ids (image_id * 10000 + line) fit in int64.
+_MAX_IMAGE_ID = (2**63 - 1 - _MAX_LINES) // 10000
+
+
+def _read_lines(p: Path) -> list[str]:
+    """The lines of a text file; unreadable or non-UTF-8 files are an ``InputError`` (with the line)."""
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InputError(str(p), None, None, f"a readable file ({e.strerror or e})") from None
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(str(p), f"line {line}", None, "UTF-8 text", got=data[e.start:e.start + 4]) from None
+
+
+def _number(tok: str) -> float | None:
+    """``float(tok)`` for an ASCII decimal number, else None."""
+    return float(tok) if _NUMBER.fullmatch(tok) else None
+
+
 def read_calib_p2(path) -> np.ndarray:
-    """The 3x4 ``P2`` matrix of a KITTI calib file."""
+    """The 3x4 ``P2`` matrix of a KITTI calib file (exactly one ``P2:`` line)."""
     p = check_file(path)
-    for n, line in enumerate(p.read_text(errors="replace").splitlines(), start=1):
-        if line.startswith("P2:"):
-            toks = line[3:].split()
-            try:
-                vals = [float(t) for t in toks]
-            except ValueError:
-                vals = []
-            if len(vals) != 12 or not all(math.isfinite(v) for v in vals):
-                raise InputError(str(p), f"line {n}", "P2", "12 finite numbers", got=line[:120])
-            P2 = np.array(vals).reshape(3, 4)
-            if abs(np.linalg.det(P2[:, :3])) < 1e-12:
-                raise InputError(str(p), f"line {n}", "P2", "a projection whose left 3x3 block is invertible")
-            return P2
-    raise InputError(str(p), None, "P2", "a line `P2: ` followed by 12 numbers")
+    found = None
+    for n, line in enumerate(_read_lines(p), start=1):
+        if not line.startswith("P2:"):
+            continue
+        if found is not None:
+            raise InputError(str(p), f"line {n}", "P2", f"a single P2 line (another on line {found[0]})")
+        vals = [_number(t) for t in line[3:].split()]
+        if len(vals) != 12 or any(v is None or not math.isfinite(v) for v in vals):
+            raise InputError(str(p), f"line {n}", "P2", "12 finite numbers", got=line[:120])
+        P2 = np.array(vals).reshape(3, 4)
+        if abs(np.linalg.det(P2[:, :3])) < 1e-12 or np.abs(P2[2, :3] - [0.0, 0.0, 1.0]).max() > 1e-9:
+            raise InputError(str(p), f"line {n}", "P2", "a rectified projection K [I | t]: an invertible left 3x3 "
+                             "block whose last row is 0 0 1", got=line[:120])
+        found = (n, P2)
+    if found is None:
+        raise InputError(str(p), None, "P2", "a line `P2: ` followed by 12 numbers")
+    return found[1]
+
+
+def _check_values(p: Path, n: int, line: str, vals: list[float], *, prediction: bool) -> None:
+    """Range checks of one parsed line (``vals`` = the 14 or 15 numbers after the type)."""
+    trunc, occ = vals[0], vals[1]
+    if not (trunc == -1 or 0 <= trunc <= 1):
+        raise InputError(str(p), f"line {n}", "truncated", "a number in [0, 1] (or -1)", got=trunc)
+    if occ not in (-1, 0, 1, 2, 3):
+        raise InputError(str(p), f"line {n}", "occluded", "one of -1, 0, 1, 2, 3", got=occ)
+    if vals[5] < vals[3] or vals[6] < vals[4]:
+        raise InputError(str(p), f"line {n}", "bbox", "left <= right and top <= bottom", got=line[:120])
+    if prediction and min(vals[7:10]) <= 0:
+        raise InputError(str(p), f"line {n}", "height, width, length", "positive sizes", got=vals[7:10])
 
 
 def parse_label_file(path, *, with_score: bool) -> tuple[list[str], np.ndarray, list[int]]:
-    """Types, ``(n, 15)`` float values (columns 2..16 of the line; score NaN when absent) and 1-based line numbers."""
+    """Types, ``(n, 15)`` float values (columns 2..16 of the line; score NaN when absent) and 1-based line numbers.
+
+    ``with_score``: a result file (16 values a line, sizes must be positive)."""
     p = check_file(path)
     types, rows, lines = [], [], []
     want = "16 values (type, 14 numbers, score)" if with_score else "15 values (type and 14 numbers; a 16th score " \
                                                                      "is allowed)"
-    for n, line in enumerate(p.read_text(errors="replace").splitlines(), start=1):
+    for n, line in enumerate(_read_lines(p), start=1):
         toks = line.split()
         if not toks:
             continue
+        if len(lines) == _MAX_LINES:
+            raise InputError(str(p), f"line {n}", None, f"at most {_MAX_LINES} objects per file")
         if len(toks) != 16 and (with_score or len(toks) != 15):
             raise InputError(str(p), f"line {n}", None, want, got=line[:120])
         if toks[0] not in KITTI_TYPES:
             raise InputError(str(p), f"line {n}", "type", f"one of {', '.join(KITTI_TYPES)}", got=toks[0])
         vals = []
         for k, tok in enumerate(toks[1:], start=1):
-            try:
-                v = float(tok)
-            except ValueError:
-                raise InputError(str(p), f"line {n}", FIELDS[k], "a number", got=tok) from None
+            v = _number(tok)
+            if v is None:
+                raise InputError(str(p), f"line {n}", FIELDS[k], "a number", got=tok)
             if not math.isfinite(v):
                 raise InputError(str(p), f"line {n}", FIELDS[k], "a finite number", got=tok)
             vals.append(v)
+        _check_values(p, n, line, vals, prediction=with_score)
         if len(vals) == 14:
             vals.append(np.nan)
         types.append(toks[0])
         rows.append(vals)
         lines.append(n)
-    if len(lines) > _MAX_LINES:
-        raise InputError(str(p), None, None, f"at most {_MAX_LINES} objects per file", got=len(lines))
     return types, np.array(rows, np.float64).reshape(-1, 15), lines
 
 
@@ -114,28 +168,54 @@ def kitti_to_omni3d(values: np.ndarray, P2: np.ndarray) -> dict[str, np.ndarray]
 
 
 def _stem_files(folder: Path, what: str) -> dict[int, Path]:
+    """``{image id: file}`` of the ``*.txt`` files, named by ASCII digits; two names for one id are refused."""
     out: dict[int, Path] = {}
     for f in sorted(folder.glob("*.txt")):
-        if not f.stem.isdigit():
-            raise InputError(str(f), None, None, f"a {what} file named by its integer image id (e.g. 000123.txt)")
-        out[int(f.stem)] = f
+        stem = f.stem
+        if not (stem.isascii() and stem.isdigit()):
+            raise InputError(str(f), None, None, f"a {what} file named by its integer image id in ASCII digits "
+                             "(e.g. 000123.txt)")
+        iid = int(stem)
+        if iid > _MAX_IMAGE_ID:
+            raise InputError(str(f), None, "image_id", f"an image id of at most {_MAX_IMAGE_ID} (from the file "
+                             "name)", got=iid)
+        if iid in out:
+            raise InputError(str(f), None, "image_id", f"one {what} file per image id ({out[iid].name} has the "
+                             f"same id {iid})")
+        out[iid] = f
     return out
 
 
+def _image_id(i, folder: Path) -> int:
+    """An ``image_ids`` entry as int: integers (not bools) and strings of ASCII digits."""
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer, str)):
+        raise InputError(str(folder), None, "image_ids", "integer image ids", got=i)
+    if isinstance(i, str) and not (i.isascii() and i.isdigit()):
+        raise InputError(str(folder), None, "image_ids", "integer image ids", got=i)
+    return int(i)
+
+
+class MissingImageWarning(UserWarning):
+    """Images of ``image_dir`` not found: their size is the ``image_size`` default."""
+
+
 def _image_size(image_dir: Path | None, stem: str, default: tuple[int, int]) -> tuple[int, int, str]:
+    """(width, height, file name) of the image ``<stem>.png|jpg|jpeg``; the default and "" when there is none.
+    An image that exists but cannot be read is an ``InputError``."""
     if image_dir is None:
         return default[0], default[1], ""
     for ext in _IMAGE_EXTS:
         f = image_dir / (stem + ext)
         if f.is_file():
-            try:
-                from PIL import Image
+            from PIL import Image, UnidentifiedImageError
 
+            try:
                 with Image.open(f) as im:
                     w, h = im.size
-                return int(w), int(h), f.name
-            except Exception:  # noqa: BLE001 - unreadable image: fall back to the default size
-                return default[0], default[1], f.name
+            except (OSError, UnidentifiedImageError, ValueError) as e:
+                raise InputError(str(f), None, None, "an image file Pillow can read (its size sets the height "
+                                 "filter)", got=str(e)[:120]) from None
+            return int(w), int(h), f.name
     return default[0], default[1], ""
 
 
@@ -147,8 +227,9 @@ def load_kitti_gt(label_dir, calib_dir, *, image_dir=None, image_ids=None, name:
     Args:
         label_dir: folder of label files; image id = int(file stem).
         calib_dir: folder of calib files with the same stems (``P2`` is used).
-        image_dir: folder of the images (``<stem>.png``); their size is read with PIL. When absent or unreadable
-            ``image_size`` (width, height) is used.
+        image_dir: folder of the images (``<stem>.png``); their size is read with Pillow (an unreadable image is an
+            ``InputError``). Without it ``image_size`` (width, height) is used, and for images missing from it
+            too, with one ``MissingImageWarning``.
         image_ids: restrict to these image ids (default: every label file).
         categories: vocabulary (default ``KITTI_VOCABULARY``).
         settings: Omni3D filter settings applied to the converted annotations (default Omni3D TEST).
@@ -163,10 +244,7 @@ def load_kitti_gt(label_dir, calib_dir, *, image_dir=None, image_ids=None, name:
     else:
         ids, seen = [], set()
         for i in image_ids:
-            try:
-                iid = int(i)
-            except (TypeError, ValueError):
-                raise InputError(str(ldir), None, "image_ids", "integer image ids", got=i) from None
+            iid = _image_id(i, ldir)
             if iid not in files:
                 raise InputError(str(ldir), None, "image_ids", "ids that have a label file", got=i)
             if iid in seen:
@@ -194,6 +272,11 @@ def load_kitti_gt(label_dir, calib_dir, *, image_dir=None, image_ids=None, name:
             bbox2D_tight=conv["bbox2D_tight"], bbox2D_proj=proj, bbox2D_trunc=trunc, proj_given=np.ones(n, bool),
             truncation=vals[:, 0].copy(), visibility=np.full(n, -1.0), lidar_pts=np.full(n, -1.0),
             segmentation_pts=np.full(n, -1.0), depth_error=np.full(n, -1.0)))
+    missing = [r[0] for r in img_rows if not r[3]]
+    if idir is not None and missing:
+        warnings.warn(f"{idir}: {len(missing)} of {len(img_rows)} images not found (first: image id {missing[0]}); "
+                      f"their size is taken as {image_size[0]}x{image_size[1]} (image_size), which sets the "
+                      "Omni3D height filter", MissingImageWarning, stacklevel=2)
     table = AnnotationTable.concat(parts)
     images = pd.DataFrame(img_rows, columns=["image_id", "width", "height", "file_path"]).astype(
         {"image_id": np.int64, "width": np.int64, "height": np.int64})

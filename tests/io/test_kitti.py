@@ -50,6 +50,16 @@ def devkit_corners(h, w, l, loc, ry):
     return (Ry @ np.array([x, y, z])).T + np.asarray(loc)
 
 
+def _one_line_error(call, *parts):
+    with pytest.raises(InputError) as e:
+        call()
+    msg = str(e.value)
+    assert "\n" not in msg and "Traceback" not in msg
+    for part in parts:
+        assert part in msg, (part, msg)
+    return msg
+
+
 def sorted_rows(a):
     a = np.round(np.asarray(a), 9)
     return a[np.lexsort(a.T[::-1])]
@@ -118,11 +128,16 @@ def test_default_image_size_and_subset(tmp_path):
         load_kitti_gt(label_dir, calib_dir, image_ids=[5])
 
 
-def test_kitti_predictions(tmp_path):
-    label_dir, calib_dir, image_dir = write_kitti(tmp_path)
-    ds = load_kitti_gt(label_dir, calib_dir)
+def gt_and_results_dir(tmp_path):
+    """The LABELS dataset loaded, and an empty results folder."""
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
     res = tmp_path / "results"
     res.mkdir()
+    return calib_dir, load_kitti_gt(label_dir, calib_dir), res
+
+
+def test_kitti_predictions(tmp_path):
+    calib_dir, ds, res = gt_and_results_dir(tmp_path)
     (res / "000000.txt").write_text(PED + " 0.9\n")
     (res / "000003.txt").write_text(CAR + " 0.8\nTram 0 0 0 1 2 30 40 3.0 2.5 12.0 2.0 1.5 30.0 0.1 0.4\n")
     (res / "000004.txt").write_text("")
@@ -148,13 +163,19 @@ def test_kitti_predictions(tmp_path):
     ("Car 0 0 0 1 2 3 4 1 1 1 0 0 5", "15 values"),
     ("Car 0 0 0 1 2 3 4 1 x 1 0 0 5 0", "`width`"),
     ("Car 0 0 0 1 2 3 4 1 1 1 0 0 nan 0", "`z`"),
+    ("Car 0 0 0 1 2 3 4 1 1 1 0 0 inf 0", "`z`"),
+    ("Car 5 0 0 1 2 3 4 1 1 1 0 0 5 0", "`truncated`"),
+    ("Car 0 7 0 1 2 3 4 1 1 1 0 0 5 0", "`occluded`"),
+    ("Car 0 1.5 0 1 2 3 4 1 1 1 0 0 5 0", "`occluded`"),
+    ("Car 0 0 0 30 2 3 4 1 1 1 0 0 5 0", "`bbox`"),
+    ("Car 0 0 0 1 20 3 4 1 1 1 0 0 5 0", "`bbox`"),
+    ("Car 0 0 0 1 2 3 4 1 1_0 1 0 0 5 0", "`width`"),  # Python's float() takes these three; KITTI has none
+    ("Car 0 0 0 1 2 3 4 1 \u0663 1 0 0 5 0", "`width`"),
+    ("Car 0 0 0 1 2 3 4 1 0x1 1 0 0 5 0", "`width`"),
 ])
 def test_bad_label_line(tmp_path, line, part):
     label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000007": [PED, line]})
-    with pytest.raises(InputError) as e:
-        load_kitti_gt(label_dir, calib_dir)
-    msg = str(e.value)
-    assert "000007.txt" in msg and "line 2" in msg and part in msg
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "000007.txt", "line 2", part)
 
 
 def test_prediction_line_needs_score(tmp_path):
@@ -188,3 +209,104 @@ def test_folder_errors(tmp_path):
     empty.mkdir()
     with pytest.raises(InputError, match="KITTI label files"):
         load_kitti_gt(empty, calib_dir)
+
+
+def test_camera2_offset_is_the_whole_p2_column(tmp_path):
+    """Frame 000000 by hand: t solves K t = P2[:, 3] by back-substitution (K upper triangular):
+    t_z = 2.745884e-03, t_y = (2.163791e-01 - 172.854 t_z) / 721.5377, t_x = (44.85728 - 609.5593 t_z) / 721.5377."""
+    tz = 2.745884e-03
+    ty = (2.163791e-01 - 1.728540e+02 * tz) / 7.215377e+02
+    tx = (4.485728e+01 - 6.095593e+02 * tz) / 7.215377e+02
+    assert (tx, ty, tz) == pytest.approx((0.0598492648, -0.0003579272, 0.002745884), abs=1e-10)
+    f = tmp_path / "x.txt"
+    f.write_text(PED + "\n")
+    conv = kitti_to_omni3d(parse_label_file(f, with_score=False)[1], P2)
+    np.testing.assert_allclose(conv["t"], [tx, ty, tz], rtol=0, atol=1e-15)
+    # location (1.84, 1.47, 8.41), h = 1.89: the centre is half a height up, then shifted by t
+    np.testing.assert_allclose(conv["center"][0], [1.84 + tx, 1.47 - 1.89 / 2 + ty, 8.41 + tz], rtol=0, atol=1e-12)
+    # K (X + t) is P2 [X; 1] exactly; mmdetection3d's x-only offset P2[0, 3] / P2[0, 0] is 2-3 mm and 0.25 px away
+    X = np.array([1.84, 1.47 - 1.89 / 2, 8.41])
+    ref = P2 @ np.append(X, 1.0)
+    ours = P2[:, :3] @ conv["center"][0]
+    np.testing.assert_allclose(ours[:2] / ours[2], ref[:2] / ref[2], rtol=0, atol=1e-9)
+    mmdet = P2[:, :3] @ (X + [4.485728e+01 / 7.215377e+02, 0.0, 0.0])
+    assert 4.485728e+01 / 7.215377e+02 - tx == pytest.approx(0.00232, abs=1e-5)
+    assert tz == pytest.approx(0.00275, abs=1e-5)
+    assert abs(mmdet[0] / mmdet[2] - ref[0] / ref[2]) == pytest.approx(0.252, abs=1e-3)
+
+
+def test_two_files_for_one_image_id(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000001": [PED], "01": [CAR]})
+    msg = _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "01.txt", "000001.txt", "same id 1")
+    assert msg.count(".txt") == 2
+
+
+@pytest.mark.parametrize("stem", ["³", "٣", "1e3", "-1", "+7"])
+def test_file_names_need_ascii_digits(tmp_path, stem):
+    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000001": [PED]})
+    (label_dir / f"{stem}.txt").write_text(PED + "\n")
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), f"{stem}.txt", "ASCII digits")
+
+
+def test_image_id_beyond_annotation_id_range(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"9" * 19: [PED]})
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "9" * 19 + ".txt", "`image_id`", "at most")
+
+
+def test_bad_result_lines(tmp_path):
+    _, ds, res = gt_and_results_dir(tmp_path)
+    (res / "000000.txt").write_text(PED + " 0.9\nCar 0 0 0 1 2 3 4 1.5 0 4 0 0 5 0 0.3\n")
+    _one_line_error(lambda: load_kitti_predictions(res, ds), "000000.txt", "line 2", "positive sizes")
+    (res / "000000.txt").write_text(PED + " nan\n")
+    _one_line_error(lambda: load_kitti_predictions(res, ds), "000000.txt", "line 1", "`score`", "finite")
+    (res / "0.txt").write_text(PED + " 0.5\n")
+    (res / "000000.txt").write_text(PED + " 0.9\n")
+    _one_line_error(lambda: load_kitti_predictions(res, ds), "0.txt", "000000.txt")
+
+
+def test_non_utf8_and_folder_named_txt(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000007": [PED, CAR]})
+    (label_dir / "000007.txt").write_bytes((PED + "\n").encode() + b"Car \xff\xfe 0 0\n")
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "000007.txt", "line 2", "UTF-8")
+    (label_dir / "000007.txt").write_text(PED + "\n")
+    (calib_dir / "000007.txt").write_bytes(b"P0: 1 0 0 0 0 1 0 0 0 0 1 0\n\xe9\n")
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "calib/000007.txt", "line 2", "UTF-8")
+    (calib_dir / "000007.txt").unlink()
+    (calib_dir / "000007.txt").mkdir()
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "calib/000007.txt", "not a folder")
+
+
+@pytest.mark.parametrize("calib, part", [
+    ("P2: 1 0 0 0 0 1 0 0 0 0 1 0\n" + P2_LINE + "\n", "line 2: expected `P2` to be a single P2 line (another on line 1)"),
+    ("P2: 700 0 600 45 0 700 170 0 0.1 0 1 0\n", "last row is 0 0 1"),
+    ("P2: 700 0 600 45 0 700 170 0 0 0 1 1_0\n", "12 finite numbers"),
+])
+def test_bad_calib(tmp_path, calib, part):
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
+    (calib_dir / "000003.txt").write_text(calib)
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "calib/000003.txt", part)
+
+
+def test_image_ids_are_integers(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path)
+    for bad in (True, 3.0, "³", None):
+        _one_line_error(lambda bad=bad: load_kitti_gt(label_dir, calib_dir, image_ids=[bad]), "`image_ids`",
+                        "integer")
+    assert load_kitti_gt(label_dir, calib_dir, image_ids=["3", np.int64(0)]).images["image_id"].tolist() == [3, 0]
+
+
+def test_images_missing_or_unreadable(tmp_path):
+    from ov3d_core.io.kitti import MissingImageWarning
+
+    label_dir, calib_dir, image_dir = write_kitti(tmp_path)
+    (image_dir / "000003.png").unlink()
+    with pytest.warns(MissingImageWarning, match=r"1 of 2 images not found \(first: image id 3\).*1242x375"):
+        ds = load_kitti_gt(label_dir, calib_dir, image_dir=image_dir)
+    assert ds.images["height"].tolist() == [370, 375]
+    (image_dir / "000003.png").write_bytes(b"not a png")
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir, image_dir=image_dir), "000003.png", "Pillow")
+
+
+def test_too_many_objects_names_the_line(tmp_path):
+    label_dir, calib_dir, _ = write_kitti(tmp_path, labels={"000001": [PED] * 10000})
+    _one_line_error(lambda: load_kitti_gt(label_dir, calib_dir), "000001.txt", "line 10000", "at most 9999")
