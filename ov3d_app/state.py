@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-PROTOCOLS = ("dataset-level", "target-aware")
+from ov3d_core.eval.constants import PROTOCOLS
+
 IOU_CHOICES = (0.15, 0.25, 0.5)
 PRED_STATUSES = ("TP", "FP", "mislabelled", "ignored", "not evaluated")
 GT_STATUSES = ("TP", "FN", "ignored")

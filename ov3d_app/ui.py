@@ -192,14 +192,17 @@ def export_figure(fig, name: str, key: str, *, static_fig=None) -> None:
 
 def export_table(df, name: str, key: str, *, caption: str | None = None) -> None:
     """CSV and LaTeX download buttons for a table."""
-    from ov3d_core.viz.export import MIME, table_csv, table_latex
+    from ov3d_core.tables import to_csv, to_latex
+    from ov3d_core.viz.export import MIME
 
     c1, c2 = st.columns(2)
     with c1:
-        st.download_button("CSV", data=_deferred(table_csv, df), file_name=f"{name}.csv", mime=MIME["csv"],
+        st.download_button("CSV", data=_deferred(lambda d: to_csv(d, 4).encode("utf-8"), df), file_name=f"{name}.csv",
+                           mime=MIME["csv"],
                            key=f"dl:{key}:csv", on_click="ignore", icon=":material/table:")
     with c2:
-        st.download_button("LaTeX", data=_deferred(table_latex, df, caption=caption), file_name=f"{name}.tex",
+        st.download_button("LaTeX", data=_deferred(lambda d: to_latex(d, caption=caption).encode("utf-8"), df),
+                           file_name=f"{name}.tex",
                            mime=MIME["tex"], key=f"dl:{key}:tex", on_click="ignore", icon=":material/functions:")
 
 

@@ -41,8 +41,9 @@ from ov3d_core.eval.constants import (CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS,
 
 __all__ = ["View", "RemapSpec", "Analysis", "DISTANCE_MODES", "DEFAULT_TEMPLATES"]
 
-#: Centre-distance matching modes of :meth:`Analysis.distance` (see ``ov3d_core.diagnostics.distance``).
-DISTANCE_MODES = ("3dmood", "nuscenes")
+#: Centre-distance matching modes of :meth:`Analysis.distance` (``ov3d_core.diagnostics.distance.DISTANCE_MODES``;
+#: repeated here so that importing this module stays light; a test holds the two equal).
+DISTANCE_MODES = ("3dmood", "3dmood-compat", "nuscenes")
 #: The 15 preset templates of the paper's prompt probe (3 types x 5), in display order.
 DEFAULT_TEMPLATES = ("U1", "U2", "U3", "U4", "U5", "S1", "S2", "S3", "S4", "S5", "O1", "O2", "O3", "O4", "O5")
 
@@ -587,13 +588,19 @@ class Analysis:
         return self._memoised("oracles", (_score_key(view), association), compute)
 
     def distance(self, view: View):
-        """Centre-distance AP with true-positive errors (``view.distance_mode``: "3dmood" = WildDet3D / 3D-MOOD ODS,
-        "nuscenes" = nuScenes BEV distance)."""
+        """Centre-distance AP with true-positive errors (``view.distance_mode``: "3dmood" = our reading of WildDet3D /
+        3D-MOOD ODS, "3dmood-compat" = 3D-MOOD's evaluator as its code runs, "nuscenes" = nuscenes-devkit's rules;
+        ``docs/distance_modes.md``). The dataset's proximity flag applies in the 3D-MOOD modes."""
         from ov3d_core.diagnostics.distance import evaluate_distance_view
 
         def compute():
             ds, r = self.benchmark.dataset(view.dataset), self.benchmark.run(view.run, view.dataset)
-            return evaluate_distance_view(ds.gt, r.pred, self.label_view(view), mode=view.distance_mode)
+            height = None
+            if view.distance_mode == "3dmood-compat":
+                rows = ds.image_index(ds.gt.image_id)
+                height = ds.images["height"].to_numpy(np.float64)[np.maximum(rows, 0)]
+            return evaluate_distance_view(ds.gt, r.pred, self.label_view(view), mode=view.distance_mode,
+                                          proximity=ds.proximity, image_height=height)
 
         return self._memoised("distance", (_score_key(view), view.distance_mode), compute)
 

@@ -80,7 +80,7 @@ class ReportOptions:
     cross_class_iou: float = CROSS_CLASS_IOU
     tide_fg: float = 0.25
     tide_bg: float = 0.1
-    distance_modes: tuple[str, ...] = ("3dmood", "nuscenes")
+    distance_modes: tuple[str, ...] = ("3dmood", "3dmood-compat", "nuscenes")
     encoder: str | None = None
     theta: float | None = None
     score_mode: str = "detector"

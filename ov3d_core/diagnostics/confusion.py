@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ov3d_core import taxonomy
+from ov3d_core.eval.assignment import hungarian_matches
+from ov3d_core.eval.constants import CONFUSION_IOU
 
 __all__ = ["ConfusionMatrix", "SuperCategoryConfusion", "confusion_matrix", "hungarian_matches",
            "super_category_confusion", "super_category_names"]
@@ -202,54 +204,8 @@ class ConfusionMatrix:
                 "n_matched": self.n_matched, "accuracy": self.accuracy}
 
 
-# --------------------------------------------------------------------------------------------------- matching
-def hungarian_matches(gt: np.ndarray, pred: np.ndarray, iou: np.ndarray) -> np.ndarray:
-    """One-to-one assignment maximising total IoU over candidate edges.
-
-    Args:
-        gt: ``(E,)`` int64 GT rows of the candidate edges (every edge already passes the threshold, IoU > 0).
-        pred: ``(E,)`` int64 prediction rows.
-        iou: ``(E,)`` float64 edge weights.
-
-    Returns:
-        ``(E,)`` bool: which edges are in the assignment.
-    """
-    from scipy.optimize import linear_sum_assignment
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    e = len(gt)
-    chosen = np.zeros(e, bool)
-    if e == 0:
-        return chosen
-    ug, gi = np.unique(gt, return_inverse=True)
-    up, pi = np.unique(pred, return_inverse=True)
-    ng, n = len(ug), len(ug) + len(up)
-    graph = coo_matrix((np.ones(e), (gi, ng + pi)), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
-    edge_comp = comp[gi]
-    size = np.bincount(edge_comp, minlength=comp.max() + 1)
-    chosen[size[edge_comp] == 1] = True  # isolated edge: its own optimum
-    multi = np.flatnonzero(size[edge_comp] > 1)
-    if len(multi) == 0:
-        return chosen
-    multi = multi[np.argsort(edge_comp[multi], kind="stable")]
-    bounds = np.flatnonzero(np.diff(edge_comp[multi])) + 1
-    for block in np.split(multi, bounds):  # one solver call per non-trivial component
-        rows, r_inv = np.unique(gi[block], return_inverse=True)
-        cols, c_inv = np.unique(pi[block], return_inverse=True)
-        weight = np.zeros((len(rows), len(cols)))
-        index = np.full((len(rows), len(cols)), -1, np.int64)
-        weight[r_inv, c_inv] = iou[block]
-        index[r_inv, c_inv] = block
-        r, c = linear_sum_assignment(weight, maximize=True)
-        picked = index[r, c]
-        chosen[picked[picked >= 0]] = True
-    return chosen
-
-
 def confusion_matrix(pairs, view, gt_label: np.ndarray, gt_ignore: np.ndarray, gt_image: np.ndarray, *,
-                     iou_threshold: float = 0.5, include_missed: bool = True,
+                     iou_threshold: float = CONFUSION_IOU, include_missed: bool = True,
                      score_threshold: float | None = None) -> ConfusionMatrix:
     """Fine-level confusion matrix from cached pairs and a label view (see the module docstring for the rules).
 

@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.geometry.boxes import rotation_y, yaw_of
 from ov3d_core.geometry.iou2d import paired_iou_2d
 
@@ -137,17 +138,6 @@ def _devkit_yaw_error(yaw_gt: np.ndarray, yaw_pred: np.ndarray, period: np.ndarr
 
 
 # ---------------------------------------------------------------------------------------------------- candidates
-def _image_codes(gt_image, pred_image) -> tuple[np.ndarray, np.ndarray]:
-    gt_image, pred_image = np.asarray(gt_image), np.asarray(pred_image)
-    width = gt_image.shape[1] if gt_image.ndim == 2 else pred_image.shape[1] if pred_image.ndim == 2 else 1
-    keys = np.concatenate([gt_image.reshape(len(gt_image), width), pred_image.reshape(len(pred_image), width)])
-    if len(keys) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    _, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int64)
-    return inv[: len(gt_image)], inv[len(gt_image):]
-
-
 def same_group_pairs(gt_key: np.ndarray, pred_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (gt row, pred row) pairs with equal integer keys (e.g. image × category), vectorised; keys < 0 never pair.
     Sorted by pred row, then GT row."""
@@ -482,7 +472,7 @@ def _prep(gt_image, gt_label, gt_ignore, gt_center, gt_dims, gt_R, pred_image, p
         n = n_gt if k.startswith("gt") else n_pred
         if len(v) != n:
             raise ValueError(f"distance evaluation: expected `{k}` of length {n}, got {len(v)}")
-    gi, pi = _image_codes(np.asarray(gt_image), np.asarray(pred_image))
+    gi, pi, _ = dense_image_keys(np.asarray(gt_image), np.asarray(pred_image))
     out["gt_icode"], out["pred_icode"] = gi, pi
     return out
 

@@ -11,8 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ov3d_core.eval.protocols import (CROSS_CLASS_IOU, images_with_gt_view,
-                                      target_aware_view)
+from ov3d_core.eval.protocols import (
+    CROSS_CLASS_IOU,
+    images_with_gt_view,
+    target_aware_view,
+)
 
 __all__ = ["ProtocolComparison", "removed_predictions", "compare_protocols", "compare_protocols_boxes"]
 

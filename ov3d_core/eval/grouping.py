@@ -1,14 +1,42 @@
 """Group-wise operations on sparse pair tables and image keys, shared by the engine and the diagnostics.
 
-One owner each: the best value per group (best IoU per prediction or per GT), the position of (gt, pred) pairs in a
-pair table.
+One owner each: dense image indices shared by GT and predictions, the best value per group (best IoU per prediction
+or per GT), the position of (gt, pred) pairs in a pair table.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["argmax_by_group", "pair_index", "best_gt_overlap"]
+__all__ = ["dense_image_keys", "argmax_by_group", "pair_index", "best_gt_overlap"]
+
+
+def dense_image_keys(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Dense image indices ``(gt_codes, pred_codes, n_images)`` over the union of both key arrays, in ascending key
+    order (the order Omni3D visits images in); keys are 1-D ids or ``(N, 2)`` composites such as (dataset, image)."""
+    ng = len(gt_image)
+    if gt_image.ndim == 2 or pred_image.ndim == 2:
+        keys = np.concatenate([gt_image.reshape(ng, -1), pred_image.reshape(len(pred_image), -1)])
+        if len(keys) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+        _, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.reshape(-1).astype(np.int64)
+        return inv[:ng], inv[ng:], int(inv.max()) + 1
+    keys = np.concatenate([gt_image, pred_image])
+    if len(keys) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    if np.issubdtype(keys.dtype, np.integer):
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < max(8 * len(keys), 1 << 20):
+            present = np.zeros(hi - lo + 1, bool)
+            off = (keys - lo).astype(np.int64)
+            present[off] = True
+            rank = np.cumsum(present, dtype=np.int64) - 1
+            inv = rank[off]
+            return inv[:ng], inv[ng:], int(rank[-1]) + 1
+    _, inv = np.unique(keys, return_inverse=True)
+    inv = inv.astype(np.int64)
+    return inv[:ng], inv[ng:], int(inv.max()) + 1
 
 
 def argmax_by_group(group: np.ndarray, value: np.ndarray, other: np.ndarray, n_groups: int):

@@ -31,26 +31,14 @@ Decisions where the paper and references are silent:
 
 from __future__ import annotations
 
-
 import numpy as np
+
+from ov3d_core.eval.constants import CROSS_CLASS_IOU
+from ov3d_core.eval.grouping import dense_image_keys
 
 __all__ = ["CROSS_CLASS_IOU", "present_class_mask", "images_with_gt_mask", "target_aware_view",
            "images_with_gt_view"]
 
-#: Default 3D IoU at which a removed prediction counts as sitting on a GT of another class.
-CROSS_CLASS_IOU = 0.15
-
-
-def _compact_images(*image_arrays: np.ndarray) -> list[np.ndarray]:
-    """Dense image indices shared by several key arrays (1-D ids or ``(N, 2)`` composite keys)."""
-    arrays = [np.asarray(a) for a in image_arrays]
-    sizes = [len(a) for a in arrays]
-    allk = np.concatenate(arrays)
-    if allk.ndim == 2:
-        _, inv = np.unique(allk, axis=0, return_inverse=True)
-    else:
-        _, inv = np.unique(allk, return_inverse=True)
-    return np.split(np.asarray(inv, np.int64).reshape(-1), np.cumsum(sizes)[:-1])
 
 
 def present_class_mask(pred_image: np.ndarray, pred_label: np.ndarray, gt_image: np.ndarray, gt_label: np.ndarray,
@@ -75,14 +63,14 @@ def present_class_mask(pred_image: np.ndarray, pred_label: np.ndarray, gt_image:
     if not count_ignored_as_present:
         g &= ~np.asarray(gt_ignore, bool)
     k = int(max(gt_label.max(initial=-1), pred_label.max(initial=-1))) + 1
-    g_img, p_img = _compact_images(np.asarray(gt_image)[g], pred_image)
+    g_img, p_img, _ = dense_image_keys(np.asarray(gt_image)[g], np.asarray(pred_image))
     present = np.isin(p_img * k + pred_label, g_img * k + gt_label[g])
     return present & (pred_label >= 0)
 
 
 def images_with_gt_mask(pred_image: np.ndarray, gt_image: np.ndarray, gt_label: np.ndarray) -> np.ndarray:
     """``(n_pred,)`` bool: the prediction's image has at least one GT of the vocabulary (ignored or not)."""
-    g_img, p_img = _compact_images(np.asarray(gt_image)[np.asarray(gt_label) >= 0], pred_image)
+    g_img, p_img, _ = dense_image_keys(np.asarray(gt_image)[np.asarray(gt_label) >= 0], np.asarray(pred_image))
     return np.isin(p_img, g_img)
 
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ov3d_core.eval.matching import argsort_desc_stable, greedy_one_to_one, pairs_by_pred
+from ov3d_core.eval.constants import RECALL_IOU
+from ov3d_core.eval.matching import (
+    argsort_desc_stable,
+    greedy_one_to_one,
+    pairs_by_pred,
+)
 from ov3d_core.eval.results import RecallResult
 
 __all__ = ["class_agnostic_recall", "recall_for_view"]
@@ -29,7 +34,7 @@ def _select(n_gt, gt_ignore, pair_gt, pair_pred, pair_iou, pred_keep, iou_thresh
 
 
 def class_agnostic_recall(n_gt: int, gt_ignore, pair_gt, pair_pred, pair_iou, pred_score, pred_keep, *,
-                          iou_threshold: float = 0.15, method: str = "greedy", pred_order=None) -> RecallResult:
+                          iou_threshold: float = RECALL_IOU, method: str = "greedy", pred_order=None) -> RecallResult:
     """One-to-one recall of the non-ignored GT by kept predictions at ``pair_iou >= iou_threshold``.
 
     Args:
@@ -89,73 +94,21 @@ def _greedy(n_gt, pair_gt, pair_pred, pair_iou, sel, pred_score, pred_order):
     return greedy_one_to_one(order, indptr, perm, pair_gt, pair_iou, n_gt)
 
 
-def _local_rank(comp_of_node: np.ndarray, n_comp: int) -> np.ndarray:
-    """Index of each node among the nodes of its component (components numbered 0..n_comp-1)."""
-    order = np.argsort(comp_of_node, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(np.bincount(comp_of_node, minlength=n_comp))[:-1]])
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order)) - starts[comp_of_node[order]]
-    return rank
-
-
 def _hungarian(n_gt, n_pred, pair_gt, pair_pred, pair_iou, sel):
-    """Maximum total-IoU one-to-one matching over the selected pairs, solved per connected component of the pair
-    graph (pairs never span images, so this is per image or finer). Stars (one GT or one prediction) take their best
-    edge directly; the rest go to ``scipy.optimize.linear_sum_assignment``."""
-    from scipy.optimize import linear_sum_assignment
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    """Maximum total-IoU one-to-one matching over the selected pairs (:func:`ov3d_core.eval.assignment.hungarian_matches`):
+    matched prediction and IoU per GT (-1 / NaN when unmatched)."""
+    from ov3d_core.eval.assignment import hungarian_matches
 
     matched = np.full(n_gt, -1, np.int64)
     miou = np.full(n_gt, np.nan)
     g, d, w = pair_gt[sel], pair_pred[sel], pair_iou[sel]
-    if len(g) == 0:
-        return matched, miou
-    # bipartite graph on the nodes touched by an edge: GT nodes first, then prediction nodes
-    ug, gi = np.unique(g, return_inverse=True)
-    ud, di = np.unique(d, return_inverse=True)
-    n_g = len(ug)
-    graph = coo_matrix((np.ones(len(g)), (gi, n_g + di)), shape=(n_g + len(ud), n_g + len(ud)))
-    n_comp, comp = connected_components(graph, directed=False)
-    comp_g, comp_d = comp[:n_g], comp[n_g:]
-    size_g = np.bincount(comp_g, minlength=n_comp)
-    size_d = np.bincount(comp_d, minlength=n_comp)
-    ecomp = comp_g[gi]
-    star = (size_g == 1) | (size_d == 1)
-    # stars: the best edge of the component (IoU ties: first pair in input order)
-    e_star = np.flatnonzero(star[ecomp])
-    if len(e_star):
-        e_star = e_star[np.lexsort((-w[e_star], ecomp[e_star]))]
-        first = np.r_[True, ecomp[e_star][1:] != ecomp[e_star][:-1]]
-        best = e_star[first]
-        matched[g[best]] = d[best]
-        miou[g[best]] = w[best]
-    # general components: dense local blocks
-    e_gen = np.flatnonzero(~star[ecomp])
-    if len(e_gen):
-        lg = _local_rank(comp_g, n_comp)[gi]
-        ld = _local_rank(comp_d, n_comp)[di]
-        e_gen = e_gen[np.argsort(ecomp[e_gen], kind="stable")]
-        bounds = np.flatnonzero(np.diff(ecomp[e_gen])) + 1
-        for block in np.split(e_gen, bounds):
-            c = ecomp[block[0]]
-            m = np.zeros((size_g[c], size_d[c]))
-            real = np.zeros(m.shape, bool)
-            m[lg[block], ld[block]] = w[block]
-            real[lg[block], ld[block]] = True
-            r, cc = linear_sum_assignment(m, maximize=True)
-            ok = real[r, cc]  # zero fill = no edge (pair below threshold or absent): not a match
-            # map local rows/cols back through the block's edges
-            row_g = np.empty(size_g[c], np.int64)
-            row_g[lg[block]] = g[block]
-            col_d = np.empty(size_d[c], np.int64)
-            col_d[ld[block]] = d[block]
-            matched[row_g[r[ok]]] = col_d[cc[ok]]
-            miou[row_g[r[ok]]] = m[r[ok], cc[ok]]
+    chosen = hungarian_matches(g, d, w)
+    matched[g[chosen]] = d[chosen]
+    miou[g[chosen]] = w[chosen]
     return matched, miou
 
 
-def recall_for_view(gt, pairs, view, *, gt_ignore=None, gt_mask=None, iou_threshold: float = 0.15,
+def recall_for_view(gt, pairs, view, *, gt_ignore=None, gt_mask=None, iou_threshold: float = RECALL_IOU,
                     method: str = "greedy", use: str = "3d") -> RecallResult:
     """Class-agnostic recall of a label view: kept predictions (``view.keep``; their labels are not used) against
     the GT (``gt.ignore`` unless ``gt_ignore`` is given; ``gt_mask`` False rows are treated as ignored, e.g. GT

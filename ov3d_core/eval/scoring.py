@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 
 from ov3d_core.eval.ap import APInputs, APParams, evaluate_ap_pooled, evaluate_view
+from ov3d_core.eval.constants import PROTOCOLS, RECALL_IOU, STATUS_IOU
+from ov3d_core.eval.grouping import best_gt_overlap
 from ov3d_core.eval.labels import LabelView, gt_codes
 from ov3d_core.eval.recall import recall_for_view
 from ov3d_core.eval.results import APResult, RecallResult
-
-from ov3d_core.eval.constants import PROTOCOLS, RECALL_IOU, STATUS_IOU
-from ov3d_core.eval.grouping import best_gt_overlap
 
 __all__ = ["PROTOCOLS", "apply_protocol", "threshold_view", "RunScore", "score_view", "score_pooled"]
 

@@ -201,12 +201,16 @@ def test_delta_bars_and_histogram():
 
 
 def test_table_exports():
-    df = pd.DataFrame({"run": ["cube_rcnn", "a&b"], "AP3D": [12.345, np.nan], "n": [3, 4]})
-    csv = export.table_csv(df).decode()
-    assert csv.splitlines()[0] == "run,AP3D,n" and "12.345" in csv
-    tex = export.table_latex(df, caption="AP 100%", label="tab:x", bold_max=("AP3D",))
+    from ov3d_core.tables import to_csv, to_latex
+
+    df = pd.DataFrame({"run": ["cube_rcnn", "a&b"], "AP3D": [12.345, np.nan], "n": [3, 4],
+                       "n_removed_cross_class": [1, 2]})
+    csv = to_csv(df, 4)
+    assert csv.splitlines()[0] == "run,AP3D,n,n_removed_cross_class" and "12.345" in csv
+    tex = to_latex(df, caption="AP 100%", label="tab:x", bold_max=("AP3D",))
     assert r"cube\_rcnn" in tex and r"a\&b" in tex and "--" in tex and r"\textbf{12.35}" in tex
-    assert r"\begin{tabular}{lrr}" in tex and r"AP 100\%" in tex and r"\label{tab:x}" in tex
+    assert r"\begin{tabular}{lrrr}" in tex and r"AP 100\%" in tex and r"\label{tab:x}" in tex
+    assert r"\# removed cross class" in tex  # headers read as words, not snake_case
 
 
 def test_figure_html_export_needs_no_browser():

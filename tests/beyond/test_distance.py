@@ -249,3 +249,10 @@ def test_nuscenes_against_direct_transcription():
         assert row["ATE"] == pytest.approx(errs["t"]) and row["ASE"] == pytest.approx(errs["s"])
         assert row["AOE"] == pytest.approx(errs["o"])
     assert 0 < res.summary()["mAP"] < 100
+
+
+def test_analysis_offers_every_distance_mode():
+    from ov3d_core.analysis import DISTANCE_MODES as FRONT
+    from ov3d_core.diagnostics.distance import DISTANCE_MODES
+
+    assert FRONT == DISTANCE_MODES
