@@ -98,6 +98,29 @@ class BoxSet:
         kw = {f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls) if f.name != "data"}
         return cls(**kw, data={k: np.concatenate([p.data[k] for p in parts]) for k in sorted(keys)})
 
+    @classmethod
+    def from_pose(cls, image_id, category, center, dims, R, *, score=None, box2d=None, ignore=None,
+                  record=None) -> "BoxSet":
+        """Boxes from arrays in the Omni3D camera convention (centre ``(N, 3)`` m, dims ``(N, 3)`` [w, h, l] m,
+        R ``(N, 3, 3)`` object->camera); corners are built from the pose, depth is the centre's z. ``score`` defaults
+        to 1, ``box2d`` (XYXY px; used by proximity evaluation and 2D IoU) to zeros, ``record`` to the row index."""
+        from ov3d_core.geometry.boxes import corners_from_pose
+
+        center = np.asarray(center, np.float64).reshape(-1, 3)
+        n = len(center)
+
+        def col(v, default, dtype):
+            return np.full(n, default, dtype) if v is None else np.asarray(v, dtype).reshape(n)
+
+        dims = np.asarray(dims, np.float64).reshape(n, 3)
+        R = np.asarray(R, np.float64).reshape(n, 3, 3)
+        return cls(image_id=np.asarray(image_id, np.int64).reshape(n),
+                   category=np.asarray(category, dtype=object).reshape(n), center=center, dims=dims, R=R,
+                   corners=corners_from_pose(center, dims, R),
+                   box2d=np.zeros((n, 4)) if box2d is None else np.asarray(box2d, np.float64).reshape(n, 4),
+                   depth=center[:, 2].copy(), score=col(score, 1.0, np.float64), ignore=col(ignore, False, bool),
+                   record=np.arange(n, dtype=np.int64) if record is None else col(record, 0, np.int64))
+
     def to_frame(self) -> pd.DataFrame:
         """One row per box with scalar columns (centre, dims and box2d split into named columns)."""
         df = pd.DataFrame({
@@ -140,6 +163,22 @@ class Dataset:
     proximity: bool = False
     root: str | None = None
     category_ids: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_boxes(cls, name: str, gt: BoxSet, *, vocabulary=None, K=None, width: int = 0, height: int = 0,
+                   environment: str | None = None, proximity: bool | None = None) -> "Dataset":
+        """A dataset from GT boxes in memory: images are the GT's image ids, ``vocabulary`` defaults to the GT
+        categories (sorted), ``K`` (one ``(3, 3)`` or ``(n_images, 3, 3)``) to the identity, ``proximity`` to
+        Omni3D's rule for the name (on for SUNRGBD and Objectron)."""
+        from ov3d_core.taxonomy import uses_proximity
+
+        ids = np.unique(np.asarray(gt.image_id, np.int64))
+        Ks = np.broadcast_to(np.eye(3) if K is None else np.asarray(K, np.float64), (len(ids), 3, 3)).copy()
+        images = pd.DataFrame({"image_id": ids, "width": int(width), "height": int(height), "file_path": "",
+                               "dataset_id": 0})
+        vocab = tuple(sorted({str(c) for c in gt.category})) if vocabulary is None else tuple(vocabulary)
+        return cls(name=name, images=images, K=Ks, vocabulary=vocab, gt=gt, environment=environment,
+                   proximity=uses_proximity(name) if proximity is None else bool(proximity))
 
     def image_index(self, image_ids: np.ndarray) -> np.ndarray:
         """Row positions in ``images`` of the given image ids (-1 where unknown)."""

@@ -1,0 +1,239 @@
+"""Streamlit glue shared by app.py and the pages: state initialisation and widget binding, URL mirroring, the
+page context, error handling, and export buttons.
+
+State lives under the canonical keys of ``ov3d_app.state``. A widget never owns a canonical key: ``bind(name)``
+gives it its own key (``w:<name>[:suffix]``) initialised from the canonical value, and its ``on_change`` copies
+the value back. Writing a canonical key anywhere (a click on a chart, a pinned view, a test) therefore updates
+every widget bound to it on the next run, and page-local widgets survive page switches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import streamlit as st
+
+from ov3d_app import state as S
+from ov3d_core.errors import InputError
+
+_W = "w:"
+_SYNC = "s:"
+
+#: Pages: file, title, icon, url path (app.py registers them in this order; the first is the default).
+PAGES = (
+    ("app_pages/overview.py", "Overview", ":material/leaderboard:", "overview"),
+    ("app_pages/scene.py", "Scene inspector", ":material/view_in_ar:", "scene"),
+    ("app_pages/confusion.py", "Confusion", ":material/grid_on:", "confusion"),
+    ("app_pages/prompt_lab.py", "Prompt lab", ":material/text_fields:", "prompts"),
+    ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),
+    ("app_pages/errors.py", "Error breakdown", ":material/troubleshoot:", "errors"),
+    ("app_pages/splits.py", "Splits & transfer", ":material/call_split:", "splits"),
+)
+PAGE_FILE = {url: f for f, _, _, url in PAGES}
+PAGE_TITLE = {url: t for _, t, _, url in PAGES}
+
+
+# ================================================================================================ state
+def init_state() -> None:
+    """Once per session: defaults, overridden by the URL's query parameters."""
+    ss = st.session_state
+    if ss.get("_ov3d_init"):
+        return
+    from_url = S.query_to_state(st.query_params.to_dict())
+    for name, value in S.defaults().items():
+        if name not in ss:
+            ss[name] = from_url.get(name, value)
+    ss["_ov3d_init"] = True
+
+
+def get(name: str) -> Any:
+    return st.session_state.get(name, S.BY_NAME[name].default if name in S.BY_NAME else None)
+
+
+def set_state(**values) -> None:
+    """Write canonical keys (widgets bound to them follow on the next run)."""
+    for k, v in values.items():
+        if k not in S.BY_NAME:
+            raise KeyError(f"unknown state key {k!r}")
+        st.session_state[k] = v
+
+
+def _copy_back(name: str, wkey: str) -> None:
+    value = st.session_state[wkey]
+    st.session_state[name] = value
+    st.session_state[_SYNC + wkey] = value
+
+
+def bind(name: str, suffix: str = "", on_change: Callable | None = None) -> dict:
+    """Keyword arguments (``key``, ``on_change``) that bind a widget to canonical key ``name``.
+
+    Call right before creating the widget, and give the widget no default (``value``/``index``/``default``):
+    its value comes from the canonical key."""
+    ss = st.session_state
+    wkey = f"{_W}{name}{suffix}"
+    sync = _SYNC + wkey
+    if wkey not in ss or sync not in ss or ss[sync] != ss.get(name):
+        ss[wkey] = ss.get(name)
+    ss[sync] = ss.get(name)
+
+    def cb():
+        _copy_back(name, wkey)
+        if on_change is not None:
+            on_change()
+
+    return {"key": wkey, "on_change": cb}
+
+
+def ensure_valid(name: str, options: list) -> None:
+    """Make the canonical value of a single-choice key one of ``options`` (the first one if it is not), before
+    binding a selectbox or radio to it."""
+    if options and get(name) not in options:
+        st.session_state[name] = options[0]
+
+
+def ensure_subset(name: str, options: list) -> None:
+    """Drop values of a multi-choice key that are not among ``options`` (before binding a multiselect)."""
+    cur = get(name) or []
+    keep = [v for v in cur if v in options]
+    if keep != list(cur):
+        st.session_state[name] = keep
+
+
+def sync_query_params() -> None:
+    """Mirror the URL-mirrored state to ``st.query_params`` (only when it changed)."""
+    want = S.state_to_query({k: st.session_state.get(k) for k in S.URL_KEYS})
+    have = st.query_params.to_dict()
+    if have != want:
+        st.query_params.from_dict(want)
+
+
+def current_view() -> dict:
+    """The current view as a pinnable snapshot."""
+    page = st.session_state.get("_page", "overview")
+    params = S.state_to_query({k: st.session_state.get(k) for k in S.URL_KEYS})
+    return {"title": S.view_title(params, PAGE_TITLE.get(page, page)), "page": page, "params": params}
+
+
+def apply_view(view: dict) -> None:
+    """Load a pinned view's state (the caller then switches to its page)."""
+    for k, v in S.query_to_state(view.get("params", {})).items():
+        if k in ("presentation",):
+            continue
+        st.session_state[k] = v
+
+
+# ================================================================================================ context
+@dataclass(frozen=True)
+class Context:
+    """What every page needs from the sidebar: the data source and the active selection."""
+
+    cfg_key: str
+    dataset: str
+    runs: tuple[str, ...]        # runs shown on the page (selected, or all of the dataset)
+    all_runs: tuple[str, ...]    # every run on the dataset
+    protocol: str
+    min_score: float
+    iou: float
+
+    def view(self, run: str | None = None, **changes):
+        """The ``ov3d_core.View`` of the sidebar's selection for ``run`` (other fields overridable)."""
+        from ov3d_core.analysis import View
+
+        fields = {"dataset": self.dataset, "protocol": self.protocol, "min_score": self.min_score, "iou": self.iou}
+        return View(run=run, **{**fields, **changes})
+
+
+def context() -> Context | None:
+    """The page context set by app.py, or None when no benchmark is loaded (app.py then already said why)."""
+    return st.session_state.get("_ctx")
+
+
+def need_context() -> Context:
+    """The page context, or stop the page with a hint."""
+    ctx = context()
+    if ctx is None:
+        st.info("No benchmark is loaded. Choose the demo or a benchmark config in the sidebar.")
+        st.stop()
+    if not ctx.all_runs:
+        st.info(f"Dataset **{ctx.dataset}** has no runs (prediction files) in this benchmark config.")
+    return ctx
+
+
+# ================================================================================================ errors
+@contextlib.contextmanager
+def guard(what: str = ""):
+    """Show user-input errors as ``st.error`` (file, record, field); the rest of the page goes on."""
+    try:
+        yield
+    except InputError as exc:
+        st.error(f"{what}: {exc}" if what else str(exc), icon=":material/error:")
+
+
+def page_header(title: str, intro: str) -> None:
+    st.title(title)
+    st.caption(intro)
+
+
+# ================================================================================================ export
+def export_figure(fig, name: str, key: str, *, static_fig=None) -> None:
+    """PNG / SVG (kaleido, generated on click) and HTML download buttons for a figure.
+
+    ``static_fig`` replaces ``fig`` for the export (e.g. the static heatmap of a clickable matrix)."""
+    from ov3d_core.viz.export import MIME, figure_bytes
+
+    target = static_fig if static_fig is not None else fig
+    with st.popover("Export", icon=":material/download:"):
+        for fmt in ("png", "svg", "html"):
+            st.download_button(fmt.upper(), data=_deferred(figure_bytes, target, fmt), file_name=f"{name}.{fmt}",
+                               mime=MIME[fmt], key=f"dl:{key}:{fmt}", on_click="ignore")
+
+
+def export_table(df, name: str, key: str, *, caption: str | None = None) -> None:
+    """CSV and LaTeX download buttons for a table."""
+    from ov3d_core.tables import to_csv, to_latex
+    from ov3d_core.viz.export import MIME
+
+    c1, c2 = st.columns(2)
+    with c1:
+        st.download_button("CSV", data=_deferred(lambda d: to_csv(d, 4).encode("utf-8"), df), file_name=f"{name}.csv",
+                           mime=MIME["csv"],
+                           key=f"dl:{key}:csv", on_click="ignore", icon=":material/table:")
+    with c2:
+        st.download_button("LaTeX", data=_deferred(lambda d: to_latex(d, caption=caption).encode("utf-8"), df),
+                           file_name=f"{name}.tex",
+                           mime=MIME["tex"], key=f"dl:{key}:tex", on_click="ignore", icon=":material/functions:")
+
+
+def _deferred(fn, *args, **kw):
+    def make():
+        return fn(*args, **kw)
+
+    return make
+
+
+def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str | None = None, static_fig=None,
+         selection_mode=("points",), width: str = "stretch") -> None:
+    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover."""
+    kw: dict = {"theme": None, "key": key, "width": width,
+                "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"]}}
+    if get("presentation"):
+        fig.update_layout(font=dict(size=15))
+    if on_select is not None:
+        kw.update(on_select=on_select, selection_mode=selection_mode)
+    st.plotly_chart(fig, **kw)
+    if export_name:
+        export_figure(fig, export_name, key, static_fig=static_fig)
+
+
+def fmt_table(df, percent: tuple[str, ...] = (), fraction: tuple[str, ...] = ()) -> dict:
+    """``column_config`` for a results table (AP with one decimal, fractions with three)."""
+    cfg = {}
+    for c in percent:
+        if c in df.columns:
+            cfg[c] = st.column_config.NumberColumn(c, format="%.1f")
+    for c in fraction:
+        if c in df.columns:
+            cfg[c] = st.column_config.NumberColumn(c, format="%.3f")
+    return cfg

@@ -1,0 +1,3 @@
+from ov3d_core.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""A loaded benchmark: datasets, runs and their cached geometry, loaded lazily and memoised.
+
+It reads files through ``ov3d_core.io`` and keeps the sparse GT x prediction geometry in a ``PairCache`` on disk.
+Scoring and every analysis go through ``ov3d_core.analysis.Analysis``, which wraps one of these.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ov3d_core.io.config import BenchmarkConfig, DatasetSpec, RunSpec, load_config
+from ov3d_core.errors import InputError
+from ov3d_core.model import Dataset, Run
+
+
+class Benchmark:
+    """Lazy, memoised access to the datasets, runs and pair geometry of a benchmark config. Thread-safe."""
+
+    def __init__(self, config: BenchmarkConfig):
+        self.config = config
+        self._lock = threading.RLock()
+        self._datasets: dict[str, Dataset] = {}
+        self._runs: dict[tuple[str, str], Run] = {}
+        self._pairs: dict[tuple[str, str], object] = {}
+        self._crops: dict[tuple[str, str], object] = {}
+        self._pair_cache = None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **kw) -> "Benchmark":
+        """A benchmark config file (keywords go to ``load_config``)."""
+        return cls(load_config(path, **kw))
+
+    @classmethod
+    def from_objects(cls, dataset: Dataset, runs: list[Run], *, cache_dir: str | Path | None = None) -> "Benchmark":
+        """A benchmark over data already in memory: one ``Dataset`` and its ``Run`` objects (no file is read).
+        Geometry is cached under ``cache_dir`` (default: a fresh temporary folder)."""
+        import tempfile
+
+        names = [r.name for r in runs]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise InputError(None, f"run {dup}", "name", "a unique run name", dup)
+        ds_spec = DatasetSpec(name=dataset.name, gt=(), environment=dataset.environment,
+                              proximity=dataset.proximity)
+        specs = {(r.name, dataset.name): RunSpec(name=r.name, dataset=dataset.name, predictions=Path(f"<memory:{r.name}>"))
+                 for r in runs}
+        root = Path(cache_dir) if cache_dir is not None else Path(tempfile.mkdtemp(prefix="ov3d-cache-"))
+        b = cls(BenchmarkConfig(name=dataset.name, path=None, datasets={dataset.name: ds_spec}, runs=specs,
+                                cache_dir=root))
+        b._datasets[dataset.name] = dataset
+        for r in runs:
+            b._runs[(r.name, dataset.name)] = r
+        return b
+
+    # ---------------------------------------------------------------- names
+    @property
+    def dataset_names(self) -> list[str]:
+        return list(self.config.datasets)
+
+    def run_names(self, dataset: str | None = None) -> list[str]:
+        return [r.name for r in self.config.runs.values() if dataset is None or r.dataset == dataset]
+
+    def run_spec(self, run: str, dataset: str) -> RunSpec:
+        try:
+            return self.config.runs[(run, dataset)]
+        except KeyError:
+            raise InputError(str(self.config.path or "<config>"), None, "runs",
+                             f"a run named {run!r} on dataset {dataset!r}; have {sorted(self.config.runs)}") from None
+
+    def dataset_spec(self, dataset: str) -> DatasetSpec:
+        try:
+            return self.config.datasets[dataset]
+        except KeyError:
+            raise InputError(str(self.config.path or "<config>"), None, "datasets",
+                             f"a dataset named {dataset!r}; have {sorted(self.config.datasets)}") from None
+
+    # ---------------------------------------------------------------- loading
+    def dataset(self, name: str) -> Dataset:
+        with self._lock:
+            if name not in self._datasets:
+                self._datasets[name] = self._load_dataset(self.dataset_spec(name))
+            return self._datasets[name]
+
+    def _load_dataset(self, spec: DatasetSpec) -> Dataset:
+        from ov3d_core.io.loadcache import cached_load
+
+        files = list(spec.gt) if spec.format != "kitti" else []
+        params = {"spec": repr(spec)}
+        return cached_load(self._load_cache_root(files), "dataset", files, params,
+                           lambda: self._read_dataset(spec))
+
+    def _load_cache_root(self, files) -> Path | None:
+        # KITTI folders are not fingerprinted file by file: no caching for them.
+        return self.config.cache_dir if files else None
+
+    def _read_dataset(self, spec: DatasetSpec) -> Dataset:
+        if spec.format == "kitti":
+            from ov3d_core.io.kitti import load_kitti_gt
+
+            if spec.calib is None:
+                raise InputError(str(self.config.path), spec.name, "calib", "the KITTI calib folder")
+            return load_kitti_gt(spec.gt[0], spec.calib, image_dir=spec.images, name=spec.name)
+        from ov3d_core.io import load_omni3d_gt
+
+        return load_omni3d_gt(list(spec.gt), categories=spec.categories,
+                              name=None if spec.name_from_file else spec.name, environment=spec.environment,
+                              proximity=spec.proximity, root=str(spec.images) if spec.images else None)
+
+    def run(self, run: str, dataset: str) -> Run:
+        with self._lock:
+            key = (run, dataset)
+            if key not in self._runs:
+                self._runs[key] = self._load_run(self.run_spec(run, dataset), self.dataset(dataset))
+            return self._runs[key]
+
+    def _load_run(self, spec: RunSpec, ds: Dataset) -> Run:
+        if spec.format == "kitti":
+            from ov3d_core.io.kitti import load_kitti_predictions
+
+            return load_kitti_predictions(spec.predictions, ds, name=spec.name)
+        from ov3d_core.io.loadcache import cached_load
+
+        dspec = self.dataset_spec(spec.dataset)
+        files = [spec.predictions, *dspec.gt]  # the run's parse depends on the GT (ids, vocabulary)
+        return cached_load(self._load_cache_root(files), "run", files, {"spec": repr(spec), "ds": repr(dspec)},
+                           lambda: self._read_run(spec, ds))
+
+    @staticmethod
+    def _read_run(spec: RunSpec, ds: Dataset) -> Run:
+        from ov3d_core.io import load_predictions
+
+        return load_predictions(spec.predictions, ds, name=spec.name, format=spec.format,
+                                category_list=spec.category_list)
+
+    @property
+    def pair_cache(self):
+        from ov3d_core.eval.pairs import PairCache
+
+        with self._lock:
+            if self._pair_cache is None:
+                self._pair_cache = PairCache(self.config.cache_dir / "pairs")
+            return self._pair_cache
+
+    def pairs(self, run: str, dataset: str, progress=None):
+        """Sparse GT x prediction geometry of a run, computed once and cached on disk."""
+        with self._lock:
+            key = (run, dataset)
+            if key not in self._pairs:
+                ds, r = self.dataset(dataset), self.run(run, dataset)
+                self._pairs[key] = self.pair_cache.get_or_compute(ds.gt, r.pred, progress=progress)
+            return self._pairs[key]
+
+    def crops(self, run: str, dataset: str):
+        """The run's crop descriptors (demo) as a DataFrame aligned with prediction records, or None."""
+        import json
+
+        import pandas as pd
+
+        spec = self.run_spec(run, dataset)
+        if spec.crops is None:
+            return None
+        with self._lock:
+            key = (run, dataset)
+            if key not in self._crops:
+                try:
+                    recs = json.loads(Path(spec.crops).read_text())
+                except FileNotFoundError:
+                    raise InputError(str(spec.crops), None, None, "an existing crops file", "no such file") from None
+                except json.JSONDecodeError as exc:
+                    raise InputError(str(spec.crops), None, None, f"valid JSON ({exc})") from None
+                self._crops[key] = pd.DataFrame(recs)
+            return self._crops[key]
+
+    def image_path(self, dataset: str, image_id: int) -> Path | None:
+        ds = self.dataset(dataset)
+        row = ds.image_index(np.array([image_id]))[0]
+        if row < 0:
+            return None
+        root = Path(ds.root) if ds.root else None
+        rel = ds.images["file_path"].iloc[row]
+        return (root / rel) if root else Path(rel)
+
+    def asset_path(self, dataset: str, kind: str, image_id: int) -> Path | None:
+        """Optional per-image asset (``kind`` = "depth" or "points") from the config's filename pattern."""
+        spec = self.dataset_spec(dataset)
+        pattern = getattr(spec, kind, None)
+        if not pattern:
+            return None
+        base = self.config.path.parent if self.config.path else Path(".")
+        p = base / pattern.format(image_id=image_id)
+        return p if p.exists() else None

@@ -1,0 +1,1 @@
+"""CLI commands, one module each (see ov3d_core.cli)."""

@@ -1,0 +1,202 @@
+"""``ov3d evaluate``: the Omni3D-style table and a JSON file with every number (through ``ov3d_core.Analysis``).
+
+Predictions whose category is outside the evaluated vocabulary are not scored (as Omni3D does) and never dropped
+silently: they are counted per category in the table and in the JSON (``out_of_vocabulary``). Only a category that
+cannot be resolved at all (no name, an unknown id) is an error (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from ov3d_core.eval.constants import PROTOCOLS, RECALL_KEY, SUMMARY_KEYS
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evaluate", help="score predictions against Omni3D GT (Omni3D protocol, exact 3D IoU)",
+                       description="Score one or more prediction files against one or more GT files.")
+    p.add_argument("--gt", action="append", default=[], help="Omni3D GT JSON (repeat for several files)")
+    p.add_argument("--pred", action="append", default=[], help="predictions (.json or .pth; repeat for several runs)")
+    p.add_argument("--benchmark", help="a benchmark YAML instead of --gt/--pred: every run on every dataset")
+    p.add_argument("--run-name", action="append", default=[], help="name of each --pred run (in order)")
+    p.add_argument("--format", default="auto",
+                   choices=["auto", "cubercnn-json", "cubercnn-pth", "detany3d-json"])
+    p.add_argument("--category-list", help="file with one category name per line: contiguous id -> name (.pth)")
+    p.add_argument("--categories", help="comma-separated evaluated vocabulary (default: the GT file's categories)")
+    p.add_argument("--protocol", default="dataset-level", choices=list(PROTOCOLS))
+    p.add_argument("--min-score", type=float, default=0.0, help="drop predictions below this score")
+    p.add_argument("--json", dest="json_out", help="write all numbers to this JSON file")
+    p.add_argument("--cache-dir", default=".ov3d_cache", help="geometry cache folder")
+    p.set_defaults(func=run)
+
+
+def _num(v):
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def _block(summary: dict, per_category, out_of_vocab=None, subsets: dict | None = None) -> dict:
+    out = {k: _num(summary.get(k)) for k in SUMMARY_KEYS}
+    out["per_category"] = {
+        r.category: {"AP3D": _num(r.AP3D), "n_gt": int(r.n_gt), "n_pred": int(r.n_pred)}
+        for r in per_category.itertuples(index=False)}
+    if out_of_vocab is not None:
+        out["out_of_vocabulary"] = {str(c): int(n) for c, n in zip(out_of_vocab["category"], out_of_vocab["n_pred"])}
+    if subsets:
+        out["subsets"] = {name: _num(v) for name, v in subsets.items()}
+    return out
+
+
+def subset_aps(ap, vocabulary, subsets: dict) -> dict:
+    """Omni3D's subset means: AP3D over a category list, NaN unless every category was evaluated and has GT."""
+    return {name: ap.mean_ap(list(cats)) if set(cats) <= set(vocabulary) else float("nan")
+            for name, cats in subsets.items()}
+
+
+def dataset_subsets(name: str, spec) -> dict:
+    """Omni3D's per-dataset subset of a dataset (by name) plus the config's own ``subsets``."""
+    from ov3d_core.taxonomy import omni3d_preset_for
+
+    subsets = {}
+    preset = omni3d_preset_for(name) or omni3d_preset_for(spec.name)
+    if preset:
+        subsets["omni3d"] = preset
+    subsets.update(spec.subsets)
+    return subsets
+
+
+class _PairProgress:
+    """A tqdm bar on stderr for the geometry of one run (shown only while pairs are computed, not on cache hits)."""
+
+    def __init__(self, label: str):
+        self.label, self.bar = label, None
+
+    def __call__(self, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None and total:
+            self.bar = tqdm(total=total, desc=f"geometry {self.label}", unit="img", file=sys.stderr, leave=False)
+        if self.bar is not None:
+            self.bar.n = done
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fmt(v) -> str:
+    return "   nan" if v is None else f"{v:6.2f}"
+
+
+def _table(title: str, block: dict) -> str:
+    head = f"{title}\n" + " ".join(f"{k:>11}" for k in SUMMARY_KEYS)
+    vals = [block[k] if k != RECALL_KEY or block[k] is None else 100 * block[k] for k in SUMMARY_KEYS]
+    row = " ".join(f"{_fmt(v):>11}" for v in vals)
+    lines = [head, row + f"   ({RECALL_KEY} in percent here; a fraction in the JSON)"]
+    lines += [f"  {name:<24} AP3D {_fmt(c['AP3D'])}  n_gt {c['n_gt']:>6}  n_pred {c['n_pred']:>7}"
+              for name, c in block["per_category"].items()]
+    oov = block.get("out_of_vocabulary") or {}
+    if oov:
+        lines.append(f"  not evaluated (outside the vocabulary): {sum(oov.values())} predictions: "
+                     + ", ".join(f"{c} {n}" for c, n in oov.items()))
+    return "\n".join(lines)
+
+
+def _check_args(args) -> None:
+    """Argument errors before any file is read (InputError: one line, exit 2)."""
+    from ov3d_core.errors import InputError
+
+    if not math.isfinite(args.min_score):
+        raise InputError(None, None, "--min-score", "a finite number", args.min_score)
+    if args.json_out:
+        parent = Path(args.json_out).expanduser().resolve().parent
+        if not parent.is_dir():
+            raise InputError(args.json_out, None, "--json", "a file in an existing folder", f"no folder {parent}")
+    if args.categories is not None and not [c for c in args.categories.split(",") if c.strip()]:
+        raise InputError(None, None, "--categories", "at least one category name", args.categories)
+    if args.run_name and len(set(args.run_name)) != len(args.run_name):
+        dup = next(n for n in args.run_name if args.run_name.count(n) > 1)
+        raise InputError(None, None, "--run-name", "a different name for each run", dup)
+    if args.run_name and args.pred and len(args.run_name) > len(args.pred):
+        raise InputError(None, None, "--run-name", f"at most one name per --pred ({len(args.pred)})",
+                         len(args.run_name))
+
+
+def _analysis(args):
+    from ov3d_core.analysis import Analysis
+    from ov3d_core.errors import InputError
+
+    if args.benchmark:
+        return Analysis.from_yaml(args.benchmark)
+    if not args.gt or not args.pred:
+        raise InputError(None, None, "--gt/--pred", "at least one --gt and one --pred (or --benchmark)")
+    cl = None
+    if args.category_list:
+        from ov3d_core.commands._common import read_name_list
+
+        cl = tuple(read_name_list(args.category_list))
+        if not cl:
+            raise InputError(args.category_list, None, None, "one category name per line", "an empty file")
+    cats = None if args.categories is None else [c.strip() for c in args.categories.split(",") if c.strip()]
+    a = Analysis.from_files(args.gt, args.pred, run_names=args.run_name or None,
+                            formats=[args.format] * len(args.pred), category_list=cl, categories=cats,
+                            cache_dir=args.cache_dir)
+    names = [spec.name for spec in a.benchmark.config.runs.values()]
+    if len(names) != len(args.pred):  # two files whose default names collide (same stem or folder)
+        raise InputError(None, None, "--run-name", "one name per --pred (two prediction files get the same "
+                         "default name; give --run-name for each)", [str(p) for p in args.pred])
+    return a
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from ov3d_core.analysis import View
+    from ov3d_core.taxonomy import SUBSET_PRESETS
+
+    _check_args(args)
+    a = _analysis(args)
+    bench = a.benchmark
+    result: dict = {"protocol": args.protocol, "datasets": {}, "runs": {}}
+    specs = list(bench.config.runs.values())
+    bar = tqdm(specs, desc="evaluate", unit="run", file=sys.stderr, disable=len(specs) < 2 and not sys.stderr.isatty())
+    notes = []
+    for spec in bar:
+        ds = bench.dataset(spec.dataset)
+        progress = _PairProgress(f"{spec.name}/{ds.name}")
+        try:
+            bench.pairs(spec.name, spec.dataset, progress=progress)
+        finally:
+            progress.close()
+        v = View(dataset=spec.dataset, run=spec.name, protocol=args.protocol, min_score=args.min_score)
+        sc = a.score(v)
+        if len(bench.run(spec.name, spec.dataset).pred) == 0:
+            notes.append(f"note: run {spec.name} has no predictions on {ds.name}: every AP is 0")
+        subsets = subset_aps(sc.ap, sc.view.vocabulary, dataset_subsets(ds.name, bench.dataset_spec(spec.dataset)))
+        block = _block(sc.summary, sc.per_category, a.out_of_vocabulary(v), subsets)
+        result["runs"].setdefault(spec.name, {})[ds.name] = block
+    # The documented shape: datasets -> NAME -> numbers (of the first/only run), pooled over datasets per run.
+    first_run = specs[0].name if specs else None
+    if first_run is not None:
+        result["datasets"] = result["runs"][first_run]
+        first = next(s for s in specs if s.name == first_run)
+        pooled = a.pooled(View(dataset=first.dataset, run=first_run, protocol=args.protocol,
+                               min_score=args.min_score))
+        vocab = tuple(pooled["per_category"]["category"])
+        pooled_subsets = subset_aps(pooled["ap"], vocab, {k: SUBSET_PRESETS[k] for k in
+                                                        ("omni3d", "omni3d_in", "omni3d_out")})
+        result["pooled"] = _block(pooled["summary"], pooled["per_category"], None, pooled_subsets)
+    for name, per_ds in result["runs"].items():
+        for ds_name, block in per_ds.items():
+            print(_table(f"{name} on {ds_name} ({args.protocol})", block))
+            print()
+    if "pooled" in result and len(result["datasets"]) > 1:
+        print(_table(f"{first_run} pooled over {len(result['datasets'])} datasets", result["pooled"]))
+    for n in notes:
+        print(n, file=sys.stderr)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,112 @@
+"""``ov3d report``: every table the app shows, for every run on every dataset of a benchmark, in one folder.
+
+Writes CSV for every table, Markdown for the readable ones, LaTeX for the main ones, plus ``index.md``,
+``README.md`` and ``summary.json`` (see ``ov3d_core.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _iou(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return v
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write every diagnostics table of a benchmark (CSV, Markdown, LaTeX)",
+                       description="Score every run on every dataset of a benchmark config and write every table "
+                                   "of the app (leaderboard, recall, per-category AP, protocol comparison, confusion, "
+                                   "semantic cost, class splits, domain transfer, three axes, TIDE, monocular oracles, "
+                                   "centre-distance AP / ODS; with --encoder: prompt sensitivity, PCR/PLC, FG-OVD "
+                                   "ranks and vocabulary curve, calibration) to one folder.")
+    p.add_argument("--config", "--benchmark", dest="config", required=True, help="benchmark YAML")
+    p.add_argument("--out", required=True, help="output folder (created; files in it are overwritten)")
+    p.add_argument("--protocol", default="dataset-level", choices=["dataset-level", "target-aware"],
+                   help="protocol of every table but the protocol comparison (default: dataset-level)")
+    p.add_argument("--min-score", type=float, default=0.0, help="drop predictions below this score")
+    p.add_argument("--splits", type=_positive_int, default=5000,
+                   help="random class subsets per run and dataset for the class-split table (default: 5000)")
+    p.add_argument("--subset-size", type=_positive_int, default=10, help="classes per subset (default: 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the class subsets (default: 0)")
+    p.add_argument("--confusion-iou", type=_iou, default=0.5,
+                   help="3D IoU of the confusion-matrix assignment (default: 0.5)")
+    p.add_argument("--tide-fg", type=_iou, default=0.25, help="3D TIDE foreground IoU (default: 0.25)")
+    p.add_argument("--tide-bg", type=_iou, default=0.1, help="3D TIDE background IoU (default: 0.1)")
+    p.add_argument("--encoder", default=None,
+                   help="remap encoder for the prompt tables: `proxy` (the demo's stand-in) or `hf:<checkpoint or "
+                        "dir>`; without it the prompt tables are left out")
+    p.add_argument("--theta", type=float, default=None,
+                   help="remap threshold (default: 0.5 for a calibrated probability, 0 for a cosine)")
+    p.add_argument("--score-mode", default="detector", choices=["detector", "similarity", "product"],
+                   help="remap score fusion (default: detector)")
+    p.add_argument("--boxes", action="store_true",
+                   help="also write the status of every prediction and GT box (pred_status, gt_status)")
+    p.add_argument("--status-iou", type=_iou, default=0.25,
+                   help="3D IoU at which boxes are marked TP / FP / FN in those tables (default: 0.25)")
+    p.add_argument("--remap-runs", default=None, help="comma-separated runs to remap (default: every remappable run)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    import math
+
+    from ov3d_core.analysis import Analysis, RemapSpec
+    from ov3d_core.errors import InputError
+    from ov3d_core.report import ReportOptions, build_report, write_report
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(str(out), None, None, "a folder to write the report to (or a new path)", "an existing file")
+    for name, v in (("--min-score", args.min_score), ("--theta", args.theta)):
+        if v is not None and not math.isfinite(v):
+            raise InputError(None, None, name, "a finite number", v)
+    if args.encoder is not None:
+        RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)  # InputError when bad
+    runs = None if args.remap_runs is None else tuple(r.strip() for r in args.remap_runs.split(",") if r.strip())
+    options = ReportOptions(protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
+                            subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
+                            tide_fg=args.tide_fg, tide_bg=args.tide_bg, encoder=args.encoder, theta=args.theta,
+                            score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
+                            status_iou=args.status_iou)
+    a = Analysis.from_yaml(args.config)
+    config = a.benchmark.config
+    n = len(config.runs)
+
+    def progress(items):
+        return tqdm(items, desc="score", unit="run", file=sys.stderr, disable=n < 2 and not sys.stderr.isatty())
+
+    report = build_report(a, options, progress=progress)
+    try:
+        written = write_report(report, out)
+    except OSError as exc:
+        raise InputError(str(out), None, None, f"a writable folder ({exc.strerror or exc})") from None
+    lb = report.tables["leaderboard"]
+    print(f"{config.name}: {len(lb)} run(s) x dataset(s), protocol {options.protocol}")
+    cols = [c for c in ("run", "dataset", "AP3D", "AP3D@25", "recall3D@15") if c in lb.columns]
+    print(lb[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    for note in report.notes:
+        print(f"note: {note}")
+    print(f"wrote {len(written)} files to {out}/ (start at {out / 'index.md'})")
+    return 0

@@ -1,0 +1,439 @@
+"""Build the demo benchmark: scenes -> renders -> GT -> simulated runs -> crops -> files, config and manifest.
+
+Layout of the output folder (``data/demo`` by default)::
+
+    benchmark.yaml                      the benchmark config the app and the CLI read (ov3d_core.io.config)
+    manifest.json                       seed, generator version, counts, sha256 of every GT and prediction file
+    indoor/gt.json                      Omni3D GT JSON per dataset (outdoor/, outdoor_av/ likewise)
+    indoor/images/<image_id>.jpg        rendered RGB (JPEG)
+    indoor/depth/<image_id>.png         depth, 16-bit PNG in millimetres (0 = none); indoor only
+    indoor/points/<image_id>.ply        point cloud in the camera frame (indoor: from depth; outdoor: LiDAR scan)
+    runs/<run>__<dataset>.json          Cube R-CNN flat predictions (omni_instances_results.json format)
+    runs/<run>__<dataset>.pth           Cube R-CNN per-image records (instances_predictions.pth format)
+    runs/<run>__<dataset>.crops.json    crop descriptors aligned with the prediction records
+
+Everything depends only on (seed, dataset, image index): each image draws from its own
+``PCG64(SeedSequence([seed, dataset stream, image index, purpose]))`` stream, so a build with fewer images is a prefix
+of a bigger one and the same seed gives the same bytes. JSON is written with sorted keys and fixed rounding.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from functools import partial
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+from ov3d_core.demo import detectors as D
+from ov3d_core.demo import jsonfast as J
+from ov3d_core.demo.annotate import annotate
+from ov3d_core.demo.crops import crop_boxes, describe
+from ov3d_core.demo.scenes import DATASETS, DatasetSpec, make_scene, scene_rng
+from ov3d_core.demo.shapes import build_shape
+from ov3d_core.taxonomy import super_category
+
+#: Bump whenever the output changes (ensure_demo rebuilds on a mismatch).
+GENERATOR_VERSION = "1.0.0"
+DEFAULT_IMAGES = 150
+MAX_IMAGES = 99_999
+JPEG_QUALITY = 82
+
+Progress = Callable[[float, str], None]
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def typical_dims(seed: int = 0) -> dict[str, np.ndarray]:
+    """Box dimensions of one representative instance per category name (for hallucinated boxes)."""
+    out: dict[str, np.ndarray] = {}
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 99])))
+    for spec in DATASETS:
+        for kind, cat in spec.taxonomy.items():
+            if cat is not None and cat not in out:
+                out[cat] = build_shape(kind, rng, mesh=False).dims
+    return out
+
+
+def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
+    return f"{run.name}__{spec.name}" + (".pth" if run.format == "cubercnn-pth" else ".json")
+
+
+def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
+                  dims_table: dict, json_records: bool = False) -> dict:
+    """Everything for one image: image record, annotations, and per-run predictions with crop descriptors
+    (``json_records``: the annotation, JSON-file prediction and crop records as their JSON texts instead of
+    dicts)."""
+    scene = make_scene(spec, index, seed, mesh=render_images, backdrop=render_images)
+    image_id = scene.image_id
+    rend = None
+    if render_images:
+        from ov3d_core.demo import render as R
+
+        rend = R.render(scene)
+        folder = out / spec.folder
+        R.save_rgb(folder / "images" / f"{image_id}.jpg", rend.rgb, JPEG_QUALITY)
+        if spec.environment == "indoor":
+            R.save_depth(folder / "depth" / f"{image_id}.png", rend.depth)
+        R.save_points(folder / "points" / f"{image_id}.ply", rend.points)
+    anns, gts = annotate(scene, rend, json_records=json_records)
+    image = {"id": int(image_id), "dataset_id": spec.dataset_id, "width": spec.width, "height": spec.height,
+             "file_path": f"images/{image_id}.jpg", "K": np.round(spec.K, 6).tolist(), "src_90_rotate": 0,
+             "src_flagged": False}
+    table = D.GTTable(scene, gts)
+    K = spec.K
+    all_preds = [D.simulate(run, scene, gts, scene_rng(seed, spec, index, purpose=10 + k), dims_table, table)
+                 for k, run in enumerate(D.RUNS)]
+    # one projection for the crops of all runs (the projection of a box does not depend on the batch)
+    boxes = crop_boxes([p for preds in all_preds for p in preds], K, spec.width, spec.height)
+    runs = {}
+    start = 0
+    for run, preds in zip(D.RUNS, all_preds):
+        if run.format == "cubercnn-pth":
+            ids = [run.closed_vocabulary.index(p.category) for p in preds]
+            names = [None] * len(preds)
+        else:
+            ids = [spec.category_id(p.category) for p in preds]
+            names = [p.category for p in preds]
+        as_json = json_records and run.format != "cubercnn-pth"  # .pth records stay objects (see _canonical)
+        recs = (D.prediction_json if as_json else D.prediction_records)(preds, image_id, K, ids, names)
+        runs[run.name] = (recs, describe(scene, preds, gts, rend, boxes[start:start + len(preds)], json_records))
+        start += len(preds)
+    return {"image": image, "annotations": anns, "runs": runs, "kind": scene.kind}
+
+
+def _gt_document(spec: DatasetSpec, images: list, annotations: list) -> dict:
+    return {
+        "info": {"id": spec.dataset_id, "name": spec.name, "split": "test", "source": spec.source,
+                 "version": GENERATOR_VERSION, "url": ""},
+        "images": images,
+        "categories": [{"id": spec.category_id(c), "name": c, "supercategory": super_category(c)}
+                       for c in spec.vocabulary],
+        "annotations": annotations,
+    }
+
+
+def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
+    import yaml
+
+    datasets = []
+    for spec in DATASETS:
+        d = {"name": spec.name, "gt": f"{spec.folder}/gt.json", "images": spec.folder,
+             "environment": spec.environment}
+        if not annotations_only:
+            if spec.environment == "indoor":
+                d["depth"] = f"{spec.folder}/depth/{{image_id}}.png"
+            d["points"] = f"{spec.folder}/points/{{image_id}}.ply"
+        d["subsets"] = {k: list(v) for k, v in spec.subsets.items()}
+        datasets.append(d)
+    runs = []
+    for run in D.RUNS:
+        for spec in DATASETS:
+            r = {"name": run.name, "dataset": spec.name, "predictions": f"runs/{run_file_name(run, spec)}",
+                 "format": run.format}
+            if run.format == "cubercnn-pth":
+                r["category_list"] = list(run.closed_vocabulary)
+            r["trained_on"] = list(run.trained_on)
+            if run.closed_vocabulary is not None:
+                r["closed_vocabulary"] = list(run.closed_vocabulary)
+            r["crops"] = f"runs/{run.name}__{spec.name}.crops.json"
+            r["description"] = run.description
+            runs.append(r)
+    doc = {"name": "OV3D demo benchmark", "generator": {"version": GENERATOR_VERSION, "seed": int(seed)},
+           "datasets": datasets, "runs": runs}
+    class _Dumper(yaml.SafeDumper):  # lists of names in flow style: [chair, table, ...]
+        pass
+
+    def _list(dumper, data):
+        flow = all(isinstance(v, (str, int, float)) for v in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    _Dumper.add_representer(list, _list)
+    head = ("# Generated by `python -m ov3d_core demo build` (ov3d_core/demo). Do not edit: rebuilt when the\n"
+            "# generator version changes. Error profiles of the runs: ov3d_core/demo/detectors.py.\n")
+    return head + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=110, allow_unicode=True)
+
+
+def _serialized(spec: DatasetSpec, res: dict) -> dict:
+    """One image's results (``process_image(..., json_records=True)``) as JSON fragments (so workers, not the parent,
+    pay for serialisation): the text ``_dumps`` writes, built by ``ov3d_core.demo.jsonfast``. The per-image record of
+    a ``.pth`` run stays a (sorted-key) object."""
+    runs = {}
+    image = res["image"]
+    for run in D.RUNS:
+        recs, crops = res["runs"][run.name]
+        if run.format == "cubercnn-pth":  # an object for torch.save, keys in sorted order (see _canonical)
+            body = {"K": image["K"], "height": int(spec.height), "image_id": int(image["id"]),
+                    "instances": [{k: r[k] for k in sorted(r)} for r in recs], "width": int(spec.width)}
+        else:
+            body = ",".join(recs)
+        # crop records get their running "record" index (the last key in sorted order) in the parent
+        runs[run.name] = (body, len(recs), ",".join(c if type(c) is str else J.crop_json(c) for c in crops))
+    return {"image": _dumps(image),
+            "anns": ",".join(a if type(a) is str else J.annotation_json(a) for a in res["annotations"]),
+            "n_anns": len(res["annotations"]), "runs": runs}
+
+
+def _process_chunk(seed: int, render_images: bool, stage, dims_table, task) -> list[dict]:
+    spec_index, indices = task
+    spec = DATASETS[spec_index]
+    return [_serialized(spec, process_image(spec, i, seed, render_images=render_images, out=stage,
+                                            dims_table=dims_table, json_records=True)) for i in indices]
+
+
+def _worker_init() -> None:
+    """Process workers: the generator allocates millions of short-lived acyclic objects, so rarer cyclic-GC passes
+    save a few percent (workers only: the parent's settings are left alone)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+
+
+def _canonical(bodies: list[dict]) -> list[dict]:
+    """The per-image records of a ``.pth`` run as the objects ``json.loads(_dumps(bodies))`` builds, so the pickle
+    bytes do not depend on whether the records were built here or came back from worker processes (pickle writes a
+    shared object once and then refers to it): one string object per distinct key. ``bodies``: dicts with sorted
+    keys, holding numbers and lists of numbers that no two places share (as ``ndarray.tolist`` makes them); floats
+    and ints are never shared in a pickle."""
+    keys: dict[str, str] = {}
+    key = keys.setdefault
+    return [{key(k, k): ([{key(kk, kk): vv for kk, vv in r.items()} for r in v] if k == "instances" else v)
+             for k, v in b.items()} for b in bodies]
+
+
+class _DatasetWriter:
+    """Streams one dataset's GT, prediction and crop files as image results arrive (in image order)."""
+
+    def __init__(self, stage: Path, spec: DatasetSpec):
+        self.spec = spec
+        self.gt_path = stage / spec.folder / "gt.json"
+        self.files = {r.name: stage / "runs" / run_file_name(r, spec) for r in D.RUNS}
+        self.gt = open(self.gt_path, "w", encoding="utf-8")
+        self.writers = {r.name: open(self.files[r.name], "w", encoding="utf-8") for r in D.RUNS
+                        if r.format != "cubercnn-pth"}
+        self.crops = {r.name: open(stage / "runs" / f"{r.name}__{spec.name}.crops.json", "w", encoding="utf-8")
+                      for r in D.RUNS}
+        self.pth: dict[str, list[dict]] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
+        self.n_pred = {r.name: 0 for r in D.RUNS}
+        self.images: list[str] = []
+        self.n_anns = 0
+        self.gt.write('{"annotations":[')
+        for w in self._all():
+            w.write("[")
+
+    def _all(self):
+        return list(self.writers.values()) + list(self.crops.values())
+
+    def add(self, res: dict) -> None:
+        self.images.append(res["image"])
+        if res["n_anns"]:
+            self.gt.write(("," if self.n_anns else "") + res["anns"])
+            self.n_anns += res["n_anns"]
+        for name, (body, n, crops) in res["runs"].items():
+            start = self.n_pred[name]
+            if name in self.pth:
+                self.pth[name].append(body)
+            elif n:
+                self.writers[name].write(("," if start else "") + body)
+            if n:  # fill in the running record indices
+                parts = crops.split(J.RECORD)
+                filled = "".join(chain.from_iterable(zip(parts, map(str, range(start, start + n))))) + parts[-1]
+                self.crops[name].write(("," if start else "") + filled)
+            self.n_pred[name] = start + n
+
+    def close(self, hashes: dict, counts: dict) -> None:
+        doc = _gt_document(self.spec, [], [])
+        self.gt.write(f'],"categories":{_dumps(doc["categories"])},"images":[' + ",".join(self.images)
+                      + f'],"info":{_dumps(doc["info"])}}}')
+        for w in self._all():
+            w.write("]")
+        self.abort()
+        for name, bodies in self.pth.items():
+            import torch
+
+            torch.save(_canonical(bodies), self.files[name])
+        spec = self.spec
+        hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
+        counts["images"][spec.name] = len(self.images)
+        counts["annotations"][spec.name] = self.n_anns
+        for run in D.RUNS:
+            hashes[f"runs/{run_file_name(run, spec)}"] = _sha256(self.files[run.name])
+            counts["predictions"][f"{run.name}__{spec.name}"] = self.n_pred[run.name]
+
+    def abort(self) -> None:
+        for w in [self.gt] + self._all():
+            w.close()
+
+
+def _plan(total: int, annotations_only: bool, workers: int | None) -> tuple[str, int, int]:
+    """(pool kind, workers, images per task). Rendering uses threads (ray casting and large numpy operations
+    release the GIL); annotations-only builds are pure Python, so big ones use processes."""
+    cpus = os.cpu_count() or 1
+    if annotations_only:
+        n = (2 if total >= 600 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
+        return ("process" if n > 1 else "serial"), n, 50
+    n = (2 if total >= 24 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
+    return ("thread" if n > 1 else "serial"), n, 1
+
+
+def _chunks(images: int, size: int) -> list[range]:
+    return [range(a, min(a + size, images)) for a in range(0, images, size)]
+
+
+def _run_tasks(kind: str, n: int, fn, tasks: list):
+    """Results of ``fn(task)`` in task order (scheduling never changes the output: every image draws from its
+    own random streams)."""
+    if kind == "serial":
+        yield from map(fn, tasks)
+        return
+    from concurrent import futures
+
+    if kind == "thread":
+        ex = futures.ThreadPoolExecutor(n)
+    else:
+        import multiprocessing as mp
+
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        ex = futures.ProcessPoolExecutor(n, mp_context=mp.get_context(method), initializer=_worker_init)
+    with ex:
+        yield from ex.map(fn, tasks)
+
+
+def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: int = 0,
+               annotations_only: bool = False, progress: Progress | None = None,
+               workers: int | None = None) -> dict:
+    """Generate the benchmark into ``out`` (replacing a previous demo build there); returns the manifest.
+
+    ``workers``: parallel workers (default: 2 on a multi-core machine for builds big enough to pay off, else 1;
+    threads when rendering, processes for big annotations-only builds). The output does not depend on it."""
+    out = Path(out)
+    images = int(images)
+    if not 1 <= images <= MAX_IMAGES:
+        raise ValueError(f"images must be in [1, {MAX_IMAGES}], got {images}")
+    t0 = time.perf_counter()
+    stage = out.parent / f".{out.name}.building-{os.getpid()}"
+    _remove_stale_stages(out)
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    try:
+        for spec in DATASETS:
+            (stage / spec.folder).mkdir(parents=True, exist_ok=True)
+            if not annotations_only:
+                for sub in ["images", "points"] + (["depth"] if spec.environment == "indoor" else []):
+                    (stage / spec.folder / sub).mkdir()
+        (stage / "runs").mkdir()
+        dims_table = typical_dims(seed)
+        total = images * len(DATASETS)
+        kind, n_workers, chunk = _plan(total, annotations_only, workers)
+        counts: dict = {"images": {}, "annotations": {}, "predictions": {}}
+        hashes: dict[str, str] = {}
+        tasks = [(si, r) for si in range(len(DATASETS)) for r in _chunks(images, chunk)]
+        fn = partial(_process_chunk, seed, not annotations_only, stage, dims_table)
+        writer: _DatasetWriter | None = None
+        done = 0
+        try:
+            for (si, rng_), results in zip(tasks, _run_tasks(kind, n_workers, fn, tasks)):
+                spec = DATASETS[si]
+                if writer is None or writer.spec is not spec:
+                    if writer is not None:
+                        writer.close(hashes, counts)
+                    writer = _DatasetWriter(stage, spec)
+                for res in results:
+                    writer.add(res)
+                done += len(rng_)
+                if progress is not None:
+                    progress(done / total, f"{spec.name}: image {rng_[-1] + 1}/{images}")
+            writer.close(hashes, counts)
+            writer = None
+        finally:
+            if writer is not None:
+                writer.abort()
+        (stage / "benchmark.yaml").write_text(_benchmark_yaml(seed, annotations_only), encoding="utf-8")
+        manifest = {
+            "generator_version": GENERATOR_VERSION, "seed": int(seed), "images_per_dataset": images,
+            "annotations_only": bool(annotations_only), "datasets": [d.name for d in DATASETS],
+            "runs": [r.name for r in D.RUNS], "counts": counts, "sha256": hashes,
+            "build_seconds": round(time.perf_counter() - t0, 1), "workers": n_workers,
+        }
+        (stage / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+        _replace(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if progress is not None:
+        progress(1.0, "done")
+    return manifest
+
+
+def _remove_stale_stages(out: Path) -> None:
+    """Delete staging folders of builds of ``out`` whose process is gone (a killed build leaves one behind)."""
+    for p in out.parent.glob(f".{out.name}.building-*"):
+        try:
+            pid = int(p.name.rsplit("-", 1)[1])
+            os.kill(pid, 0)
+            alive = pid != os.getpid()
+        except (ValueError, ProcessLookupError):
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _replace(stage: Path, out: Path) -> None:
+    """Move the finished build into place; refuses to delete a folder that is not a demo build."""
+    for _ in range(3):  # a concurrent build of the same folder may finish between the two steps
+        if out.exists():
+            entries = list(out.iterdir())
+            if entries and not ((out / "manifest.json").exists() or (out / "benchmark.yaml").exists()):
+                raise FileExistsError(f"{out} exists and is not a demo build (no manifest.json); not overwriting it")
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            stage.rename(out)
+            return
+        except OSError:
+            continue
+    raise FileExistsError(f"could not move the new demo build into {out}")
+
+
+def read_manifest(out: str | os.PathLike) -> dict | None:
+    p = Path(out) / "manifest.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def ensure_demo(out: str | os.PathLike, *, images: int | None = None, seed: int = 0,
+                progress: Progress | None = None) -> Path:
+    """The demo folder ``out``, built first if it is missing, incomplete, from another generator version or seed,
+    an annotations-only build, or (when ``images`` is given) of another size. Returns ``out`` (it holds
+    ``benchmark.yaml``). ``progress(fraction, message)`` is called while building."""
+    out = Path(out)
+    m = read_manifest(out)
+    ok = (m is not None and m.get("generator_version") == GENERATOR_VERSION and m.get("seed") == int(seed)
+          and not m.get("annotations_only") and (images is None or m.get("images_per_dataset") == int(images))
+          and (out / "benchmark.yaml").is_file()
+          and all((out / rel).is_file() for rel in m.get("sha256", {})))
+    if not ok:
+        build_demo(out, images=DEFAULT_IMAGES if images is None else images, seed=seed, progress=progress)
+    elif progress is not None:
+        progress(1.0, "demo benchmark ready")
+    return out

@@ -1,0 +1,39 @@
+"""Training-free VLM remapping (OV3D-Bench "SigLIPv2 remapping"): crop each predicted 3D box's 2D projection, embed
+it with an image-text encoder, and relabel the box with its most similar dataset category above a threshold.
+
+Modules: ``crops`` (crop boxes and crop images), ``encoders`` (``Encoder`` protocol, ``HFEncoder`` for
+SigLIP / SigLIP 2 / CLIP, ``ProxyEncoder`` demo stand-in), ``templates`` (the 15 prompt templates, ensembling),
+``cache`` (crop-embedding store on disk, text-embedding cache), ``remap`` (pure remapping functions), ``pipeline``
+(run-level glue and the live re-scorer). torch and transformers are imported only when an encoder is built.
+"""
+
+from ov3d_core.remap.cache import (  # noqa: F401
+    CropEmbeddings,
+    EmbeddingStore,
+    TextEmbeddingCache,
+    class_text_embeddings,
+    hash_inputs,
+)
+from ov3d_core.remap.crops import FLAG_BEHIND, FLAG_INVALID, FLAG_OUTSIDE, crop_boxes, load_crops  # noqa: F401
+from ov3d_core.remap.encoders import Encoder, HFEncoder, ProxyEncoder, make_encoder  # noqa: F401
+from ov3d_core.remap.pipeline import LiveRemapper, crop_source, embed_run, remapped_run  # noqa: F401
+from ov3d_core.remap.remap import (  # noqa: F401
+    SCORE_MODES,
+    Ranking,
+    RemapResult,
+    decide,
+    rank,
+    remap,
+    remap_embeddings,
+    similarities,
+    to_label_view,
+)
+from ov3d_core.remap.templates import (  # noqa: F401
+    BUILTIN_TEMPLATES,
+    GROUPS,
+    Template,
+    ensemble,
+    load_templates,
+    prompts_for,
+    resolve_templates,
+)

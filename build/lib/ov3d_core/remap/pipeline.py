@@ -1,0 +1,205 @@
+"""Glue between the data model and the remapping parts: crop inputs of a run, embedding a run, the live re-scoring
+object the app and the CLI use, and the remapped ``Run``.
+
+The live path: crop embeddings are computed once (``embed_run``, on disk); then :class:`LiveRemapper` re-scores a
+template or threshold change with one matrix product (cached per template) and a top-1 pass, no encoder call except
+the text side of a template it has not seen (itself cached in memory and on disk).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ov3d_core.errors import InputError
+from ov3d_core.remap.cache import (CropEmbeddings, EmbeddingStore, TextEmbeddingCache, class_text_embeddings,
+                                   hash_inputs)
+from ov3d_core.remap.crops import image_paths_for, load_crops, run_crop_boxes
+from ov3d_core.remap.remap import RemapResult, Ranking, decide, rank, similarities, to_label_view
+from ov3d_core.remap.templates import Template, resolve_templates
+
+
+def uses_captions(encoder) -> bool:
+    """True for encoders that read crop captions instead of pixels (the demo proxy)."""
+    return type(encoder).__name__ == "ProxyEncoder" or bool(getattr(encoder, "uses_captions", False))
+
+
+@dataclass
+class CropSource:
+    """What to encode for each prediction of a run, in prediction row order."""
+
+    records: np.ndarray            # (n,) int64 prediction record ids
+    valid: np.ndarray              # (n,) bool rows with a crop
+    inputs_hash: str
+    load: Callable[[np.ndarray], list]  # row indices -> encoder inputs
+    kind: str                      # "captions" or "pixels"
+    boxes: np.ndarray | None = None  # (n, 4) crop boxes (pixels only)
+    flags: np.ndarray | None = None  # (n,) crop flags (pixels only)
+
+
+def read_crops_json(path) -> dict[int, dict]:
+    """The demo's crops file (a list of ``{record, image_id, crop_box, overlaps, caption}``) keyed by record."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(str(p), None, None, "a readable JSON list of crop descriptors", str(exc)) from None
+    if not isinstance(doc, list):
+        raise InputError(str(p), None, None, "a JSON list of crop descriptors", type(doc).__name__)
+    out: dict[int, dict] = {}
+    for i, rec in enumerate(doc):
+        if not isinstance(rec, dict) or not isinstance(rec.get("record"), int):
+            raise InputError(str(p), f"[{i}]", "record", "an integer prediction record id",
+                             rec.get("record") if isinstance(rec, dict) else rec)
+        out[int(rec["record"])] = rec
+    return out
+
+
+def crop_source(dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min_size: float = 8,
+                size: int | None = None) -> CropSource:
+    """Crop inputs of ``run`` for ``encoder``: captions from the demo crops file for the proxy, else pixel crops of
+    the projected predicted boxes (``pad``, ``min_size`` as in ``crop_boxes``)."""
+    records = np.asarray(run.pred.record, dtype=np.int64)
+    if uses_captions(encoder):
+        if crops_json is None:
+            raise InputError(None, f"run {run.name}", "crops",
+                             "a crops file with captions (the proxy encoder only works on the synthetic demo)")
+        table = read_crops_json(crops_json)
+        captions = np.array([table.get(int(r), {}).get("caption") for r in records], dtype=object)
+        valid = np.array([isinstance(c, str) and bool(c) for c in captions], bool)
+        h = hash_inputs("captions", records, [c if isinstance(c, str) else "" for c in captions])
+        return CropSource(records, valid, h, lambda rows: [str(captions[i]) for i in rows], "captions")
+    boxes, flags = run_crop_boxes(dataset, run, pad=pad, min_size=min_size)
+    paths = image_paths_for(dataset, run.pred.image_id)
+    valid = (flags == 0) & np.array([p is not None for p in paths], bool)
+    h = hash_inputs("pixels", records, np.round(boxes, 2), [p or "" for p in paths], float(pad), float(min_size),
+                    size)
+
+    def load(rows: np.ndarray) -> list:
+        return load_crops([paths[i] for i in rows], boxes[rows], size=size)
+
+    return CropSource(records, valid, h, load, "pixels", boxes, flags)
+
+
+def embed_run(store: EmbeddingStore, dataset, run, encoder, *, crops_json=None, pad: float = 0.0,
+              min_size: float = 8, chunk_size: int = 256, progress: bool = True) -> CropEmbeddings:
+    """Crop embeddings of a run: loaded from ``store`` when present and current, else computed (resumable)."""
+    src = crop_source(dataset, run, encoder, crops_json=crops_json, pad=pad, min_size=min_size)
+    return store.compute(dataset.name, run.name, encoder, records=src.records, valid=src.valid, load_inputs=src.load,
+                         inputs_hash=src.inputs_hash, chunk_size=chunk_size, progress=progress)
+
+
+def _template_key(templates: Sequence[Template]) -> tuple:
+    return tuple((t.id, t.text) for t in templates)
+
+
+class LiveRemapper:
+    """Re-scores one run for any template choice and threshold, from cached crop embeddings.
+
+    Args:
+        embeddings: the run's crop embeddings (``embed_run`` / ``EmbeddingStore.load``).
+        records: the run's prediction record ids, in prediction row order (``run.pred.record``).
+        det_scores: the run's detector scores (``run.pred.score``).
+        encoder: the encoder that made the embeddings (its text side encodes prompts; its probability, if any,
+            calibrates scores).
+        class_names: the target category set (the dataset vocabulary).
+    """
+
+    def __init__(self, embeddings: CropEmbeddings, records: np.ndarray, det_scores: np.ndarray, encoder,
+                 class_names: Sequence[str], *, text_cache: TextEmbeddingCache | None = None,
+                 templates: Sequence[Template] | None = None, max_cached: int = 8):
+        if embeddings.encoder_key != encoder.cache_key:
+            raise ValueError(f"embeddings were made by {embeddings.encoder_key!r}, not {encoder.cache_key!r}")
+        rows, found = embeddings.rows_for(records)
+        self.valid = found & np.asarray(embeddings.valid)[rows]
+        full = embeddings.float32()
+        same = len(rows) == len(full) and np.array_equal(rows, np.arange(len(full)))
+        self.emb = full if same else full[rows]  # no 300 MB copy when the run's rows are the cache's rows
+        self.det_scores = np.asarray(det_scores, dtype=np.float64)
+        self.encoder = encoder
+        self.class_names = tuple(class_names)
+        self.text_cache = text_cache
+        self.templates = templates
+        self._rankings: OrderedDict[tuple, Ranking] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max = max_cached
+
+    def resolve(self, template) -> list[Template]:
+        return resolve_templates(template, self.templates)
+
+    def text_embeddings(self, template) -> np.ndarray:
+        return class_text_embeddings(self.encoder, self.resolve(template), self.class_names, self.text_cache)
+
+    def ranking(self, template) -> Ranking:
+        """Top-1 classes and values for a template spec (id, group, literal, list), cached per template set: a
+        threshold or score-mode change costs O(n), a template change one matrix product."""
+        ts = self.resolve(template)
+        key = _template_key(ts)
+        with self._lock:
+            r = self._rankings.get(key)
+            if r is not None:
+                self._rankings.move_to_end(key)
+                return r
+        text = class_text_embeddings(self.encoder, ts, self.class_names, self.text_cache)
+        fn = self.encoder.probability if getattr(self.encoder, "has_calibrated_bias", False) else None
+        r = rank(similarities(self.emb, text), encoder_probability_fn=fn, valid=self.valid)
+        with self._lock:
+            self._rankings[key] = r
+            while len(self._rankings) > self._max:
+                self._rankings.popitem(last=False)
+        return r
+
+    def warm(self, specs: Sequence = ("U1", "U2", "U3", "U4", "U5", "S1", "S2", "S3", "S4", "S5", "O1", "O2", "O3",
+                                      "O4", "O5", "underdetailed", "standard", "overdetailed")) -> None:
+        """Precompute rankings for several template specs (e.g. in a background thread after loading), so that
+        switching between them is O(n) even for very large runs. Memory: n x C float32 per spec."""
+        with self._lock:
+            self._max = max(self._max, len(specs))
+        for spec in specs:
+            self.ranking(spec)
+
+    def similarities(self, template) -> np.ndarray:
+        """``(n_pred, C)`` cosines for a template spec."""
+        return self.ranking(template).sim
+
+    def result(self, template, theta: float, score_mode: str = "detector") -> RemapResult:
+        return decide(self.ranking(template), self.det_scores, theta=theta, score_mode=score_mode)
+
+    def clear(self) -> None:
+        """Forget cached rankings (text embeddings stay in the text cache)."""
+        with self._lock:
+            self._rankings.clear()
+
+    def label_view(self, template, theta: float, score_mode: str = "detector", vocabulary=None):
+        res = self.result(template, theta, score_mode)
+        return to_label_view(res, self.class_names if vocabulary is None else vocabulary,
+                             class_names=self.class_names)
+
+
+def remapped_run(run, result: RemapResult, class_names: Sequence[str], *, name: str | None = None,
+                 keep_discarded: bool = False):
+    """A new ``Run`` whose predictions carry the remapped category and score; discarded boxes are dropped unless
+    ``keep_discarded``. Geometry is copied unchanged. ``data["remap_top1"]`` / ``["remap_margin"]`` are added."""
+    from ov3d_core.model import Run
+
+    names = np.asarray(list(class_names) + [""], dtype=object)
+    label = np.asarray(result.label)
+    cat = names[np.where(label >= 0, label, len(class_names))]
+    cat = np.where(label >= 0, cat, run.pred.category)
+    data = dict(run.pred.data)
+    data["remap_top1"] = np.nan_to_num(result.top1, nan=0.0)
+    data["remap_margin"] = np.nan_to_num(result.margin, nan=0.0, posinf=0.0)
+    data["remap_keep"] = np.asarray(result.keep, bool)
+    if "in_vocab" in data:
+        data["in_vocab"] = np.asarray(result.keep, bool)
+    pred = run.pred.with_(category=cat.astype(object), score=np.asarray(result.score, np.float64), data=data)
+    if not keep_discarded:
+        pred = pred[np.asarray(result.keep, bool)]
+    meta = {**run.meta, "remapped_from": run.name, "remap_theta": result.theta, "remap_score_mode": result.score_mode}
+    return Run(name=name or f"{run.name}*", dataset=run.dataset, pred=pred, sources=(), meta=meta)

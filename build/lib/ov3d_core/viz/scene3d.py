@@ -1,0 +1,181 @@
+"""A 3D view in the camera frame: a point cloud downsampled to a budget, boxes as one ``Scatter3d(mode="lines")``
+per group (12 edges per box, ``None`` between segments), a heading cross on each box's front face, labels, and
+the camera frustum from the intrinsics and image size.
+
+Plotly returns no selection events for 3D traces (plotly.js#3511), so this view is display-only; selection happens
+in the linked image view. The camera frame is Omni3D's (x right, y down, z forward), so the default camera looks
+along +z from behind and above the camera with -y up.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ov3d_core.geometry.boxes import BOX_EDGES
+from ov3d_core.viz.image_overlay import HEADING_EDGES, BoxLayer
+
+#: Default number of points sent to the browser (plotly's WebGL 3D traces stall well above ~150k).
+POINT_BUDGET = 60_000
+
+#: Camera presets for the Omni3D camera frame (x right, y down, z forward): behind and above the camera, from above,
+#: and from the right.
+CAMERA_PRESETS = ("ego", "top-down", "side")
+
+
+def scene_camera(preset: str, aspect: np.ndarray) -> dict:
+    """A plotly scene camera for a preset, given the scene's aspect ratio ``(3,)`` (the normalised box spans
+    ``[-a/2, a/2]`` per axis around its centre)."""
+    ax, ay, az = (float(v) for v in aspect)
+    if preset == "top-down":
+        return dict(eye=dict(x=0.0, y=-(ay / 2 + 1.6), z=-0.05), up=dict(x=0, y=0, z=1), center=dict(x=0, y=0, z=0))
+    if preset == "side":
+        return dict(eye=dict(x=ax / 2 + 1.4, y=-(ay / 2 + 0.4), z=0.0), up=dict(x=0, y=-1, z=0),
+                    center=dict(x=0, y=0, z=0))
+    return dict(eye=dict(x=0.0, y=-(ay / 2 + 0.12), z=-(az / 2 + 0.08)), up=dict(x=0, y=-1, z=0),
+                center=dict(x=0, y=ay / 4, z=-az / 5))
+
+
+def scene_bounds(parts: Sequence[np.ndarray], points: np.ndarray | None = None, pad: float = 0.05
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Axis ranges ``(lo (3,), hi (3,))`` covering the given ``(N, 3)`` arrays and the 1st-99th percentile of
+    ``points`` (so that a few far returns do not shrink the scene), padded by ``pad`` of the extent."""
+    arrs = [np.asarray(p, np.float64).reshape(-1, 3) for p in parts if p is not None and len(p)]
+    if points is not None and len(points):
+        pts = np.asarray(points, np.float64)
+        arrs.append(np.percentile(pts, [1, 99], axis=0))
+    if not arrs:
+        return np.array([-1.0, -1.0, 0.0]), np.array([1.0, 1.0, 2.0])
+    allp = np.concatenate(arrs)
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    ext = np.maximum(hi - lo, 1e-3)
+    return lo - pad * ext, hi + pad * ext
+
+
+def downsample_points(points: np.ndarray, budget: int = POINT_BUDGET, colors: np.ndarray | None = None,
+                      seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+    """A uniform random subset of at most ``budget`` points ``(N, 3)`` (and their colours ``(N, 3)``), order kept.
+
+    Deterministic for a given ``seed``. Voxel downsampling (``ov3d_core.io.pointcloud``) is the better first step
+    for dense clouds; this is the final cap on what is drawn."""
+    points = np.asarray(points)
+    if len(points) <= budget:
+        return points, colors
+    idx = np.sort(np.random.default_rng(seed).choice(len(points), size=budget, replace=False))
+    return points[idx], (None if colors is None else np.asarray(colors)[idx])
+
+
+def frustum_corners(K: np.ndarray, width: float, height: float, depth: float) -> np.ndarray:
+    """The four image corners (0, 0), (W, 0), (W, H), (0, H) back-projected to depth ``depth`` (metres):
+    ``(4, 3)`` points in the camera frame, in that order."""
+    uv1 = np.array([[0.0, 0.0, 1.0], [width, 0.0, 1.0], [width, height, 1.0], [0.0, height, 1.0]])
+    rays = uv1 @ np.linalg.inv(np.asarray(K, dtype=np.float64)).T
+    return rays / rays[:, 2:3] * depth
+
+
+def frustum_lines(K: np.ndarray, width: float, height: float, depth: float) -> tuple[list, list, list]:
+    """Coordinate lists (x, y, z) of the frustum wireframe: 4 rays from the optical centre and the far rectangle,
+    segments separated by ``None``."""
+    c = frustum_corners(K, width, height, depth)
+    o = np.zeros(3)
+    segs = [(o, c[i]) for i in range(4)] + [(c[i], c[(i + 1) % 4]) for i in range(4)]
+    xs, ys, zs = [], [], []
+    for a, b in segs:
+        xs += [a[0], b[0], None]
+        ys += [a[1], b[1], None]
+        zs += [a[2], b[2], None]
+    return xs, ys, zs
+
+
+def box_lines_3d(corners: np.ndarray, edges: np.ndarray = BOX_EDGES) -> tuple[list, list, list]:
+    """Coordinate lists (x, y, z) with every edge of every box ``(N, 8, 3)`` and ``None`` after each segment."""
+    corners = np.asarray(corners, dtype=np.float64).reshape(-1, 8, 3)
+    a = corners[:, edges[:, 0]].reshape(-1, 3)
+    b = corners[:, edges[:, 1]].reshape(-1, 3)
+    out = []
+    for k in range(3):
+        col = np.empty((len(a), 3), dtype=object)
+        col[:, 0] = a[:, k]
+        col[:, 1] = b[:, k]
+        col[:, 2] = None
+        out.append(col.ravel().tolist())
+    return tuple(out)
+
+
+def box_traces_3d(layer: BoxLayer, show_labels: bool = True) -> list[go.Scatter3d]:
+    """Edges (+ heading cross) of one layer as one lines trace, and its labels as a text trace at the box tops."""
+    group = layer.group or layer.name
+    opacity = min(layer.opacity, 0.45) if layer.struck else layer.opacity
+    edges = np.concatenate([BOX_EDGES, HEADING_EDGES]) if layer.heading else BOX_EDGES
+    x, y, z = box_lines_3d(layer.corners, edges)
+    traces = [go.Scatter3d(x=x, y=y, z=z, mode="lines", name=layer.name, legendgroup=group, opacity=opacity,
+                           line=dict(color=layer.color, width=max(layer.width * 2, 2),
+                                     dash="dash" if layer.struck else layer.dash), hoverinfo="skip")]
+    if show_labels and layer.labels is not None and len(layer):
+        top = layer.corners.mean(axis=1)
+        top[:, 1] = layer.corners[:, :, 1].min(axis=1)  # y down: the top is the smallest y
+        traces.append(go.Scatter3d(x=top[:, 0], y=top[:, 1], z=top[:, 2], mode="text", text=list(layer.labels),
+                                   name=f"{layer.name} labels", legendgroup=group, showlegend=False,
+                                   textfont=dict(color=layer.color, size=11), hoverinfo="text", opacity=opacity))
+    return traces
+
+
+def scene_figure(points: np.ndarray | None, layers: Sequence[BoxLayer], *, K: np.ndarray | None = None,
+                 width: float | None = None, height: float | None = None, colors: np.ndarray | None = None,
+                 budget: int = POINT_BUDGET, point_size: float = 1.5, frustum_depth: float | None = None,
+                 camera: str = "ego", show_labels: bool = True, fig_height: int = 560,
+                 title: str | None = None) -> go.Figure:
+    """Point cloud + boxes + camera frustum.
+
+    Args:
+        points: ``(N, 3)`` camera-frame points in metres, or None.
+        layers: box groups (the same ``BoxLayer`` objects the image overlay draws).
+        K, width, height: intrinsics and image size for the frustum (omit any to skip it).
+        colors: ``(N, 3)`` RGB in [0, 1] or [0, 255]; None colours by depth.
+        budget: most points drawn (random subset beyond it).
+        point_size: marker size in px.
+        frustum_depth: far-plane depth of the frustum (default: 10 % of the scene's depth extent, at least 1 m).
+        camera: one of ``CAMERA_PRESETS``.
+    """
+    fig = go.Figure()
+    pts = cols = None
+    if points is not None and len(points):
+        pts, cols = downsample_points(np.asarray(points), budget, colors)
+        pts = pts.astype(np.float32)
+        if cols is not None:
+            cols = np.asarray(cols, dtype=np.float64)
+            if cols.max() <= 1.0:
+                cols = cols * 255.0
+            color = [f"rgb({int(r)},{int(g)},{int(b)})" for r, g, b in cols.astype(np.uint8)]
+            marker = dict(size=point_size, color=color)
+        else:
+            marker = dict(size=point_size, color=pts[:, 2], colorscale="Viridis", showscale=False)
+        fig.add_trace(go.Scatter3d(x=pts[:, 0], y=pts[:, 1], z=pts[:, 2], mode="markers", marker=marker,
+                                   name=f"points ({len(pts):,})", hoverinfo="skip"))
+    for layer in layers:
+        for tr in box_traces_3d(layer, show_labels=show_labels):
+            fig.add_trace(tr)
+    corners = [layer.corners.reshape(-1, 3) for layer in layers if len(layer)]
+    frustum = None
+    if K is not None and width and height:
+        zmax = max([float(c[:, 2].max()) for c in corners] + ([float(np.percentile(pts[:, 2], 95))]
+                                                               if pts is not None else []) + [5.0])
+        depth = frustum_depth or max(1.0, 0.1 * zmax)
+        x, y, z = frustum_lines(K, width, height, depth)
+        fig.add_trace(go.Scatter3d(x=x, y=y, z=z, mode="lines", name="camera", hoverinfo="skip",
+                                   line=dict(color="#444444", width=3)))
+        frustum = np.vstack([np.zeros((1, 3)), frustum_corners(K, width, height, depth)])
+    lo, hi = scene_bounds(corners + ([frustum] if frustum is not None else []), pts)
+    aspect = np.maximum((hi - lo) / (hi - lo).max(), 0.04)
+    axis = dict(showbackground=False, gridcolor="#dddddd", zerolinecolor="#bbbbbb")
+    fig.update_layout(
+        height=fig_height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title, uirevision="keep",
+        legend=dict(orientation="h", yanchor="top", y=0.0, x=0, font=dict(size=11)),
+        scene=dict(aspectmode="manual", aspectratio=dict(x=aspect[0], y=aspect[1], z=aspect[2]),
+                   camera=scene_camera(camera, aspect),
+                   xaxis=dict(title="x (m)", range=[lo[0], hi[0]], **axis),
+                   yaxis=dict(title="y (m, down)", range=[lo[1], hi[1]], **axis),
+                   zaxis=dict(title="z (m, forward)", range=[lo[2], hi[2]], **axis)))
+    return fig
