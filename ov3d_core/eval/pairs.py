@@ -177,7 +177,8 @@ def _update(h, a) -> None:
         return
     a = np.ascontiguousarray(a)
     h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(memoryview(a).cast("B"))
+    if a.size:
+        h.update(memoryview(a).cast("B"))
 
 
 def geometry_key(gt, pred) -> str:

@@ -95,3 +95,66 @@ runs:
     assert block["subsets"]["unknown"] is None  # sofa is not evaluated: NaN, as Omni3D's subsets
     # pooled Omni3D / In / Out need all their categories evaluated: null here
     assert res["pooled"]["subsets"] == {"omni3d": None, "omni3d_in": None, "omni3d_out": None}
+
+
+# ------------------------------------------------------------------------------------------------ argument errors
+@pytest.mark.parametrize("extra, field", [
+    (["--min-score", "nan"], "--min-score"),
+    (["--categories", ","], "--categories"),
+    (["--json", "no/such/folder/out.json"], "--json"),
+    (["--run-name", "a", "--run-name", "a"], "--run-name"),
+])
+def test_bad_arguments_exit_2_before_any_work(files, capsys, extra, field):
+    gt, pred, tmp = files
+    rc = main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--pred", str(pred), "--cache-dir",
+               str(tmp / "cache"), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and field in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp / "cache").exists()  # nothing was evaluated
+
+
+def test_two_prediction_files_with_one_default_name_are_refused(files, tmp_path, capsys):
+    gt, pred, tmp = files
+    other = tmp_path / "b" / pred.name
+    other.parent.mkdir()
+    other.write_bytes(pred.read_bytes())
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--pred", str(other),
+                 "--cache-dir", str(tmp / "cache")]) == 2
+    assert "--run-name" in capsys.readouterr().err
+    out = tmp / "two.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--pred", str(other), "--run-name", "x",
+                 "--run-name", "y", "--json", str(out), "--cache-dir", str(tmp / "cache")]) == 0
+    assert set(json.loads(out.read_text())["runs"]) == {"x", "y"}
+
+
+def test_out_of_vocabulary_predictions_are_counted_not_dropped(files, capsys):
+    gt, pred, tmp = files
+    out = tmp / "oov.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--categories", "table", "--json", str(out),
+                 "--cache-dir", str(tmp / "cache")]) == 0
+    block = next(iter(json.loads(out.read_text())["datasets"].values()))
+    assert block["out_of_vocabulary"] == {"chair": 3}  # all three predictions are chairs, not evaluated
+    assert "not evaluated (outside the vocabulary): 3 predictions: chair 3" in capsys.readouterr().out
+
+
+def test_empty_prediction_file_is_a_valid_run_with_ap_0(files, capsys):
+    gt, pred, tmp = files
+    empty = tmp / "empty.json"
+    empty.write_text("[]")
+    out = tmp / "e.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(empty), "--json", str(out),
+                 "--cache-dir", str(tmp / "cache")]) == 0
+    block = next(iter(json.loads(out.read_text())["datasets"].values()))
+    assert block["AP3D"] == 0.0 and block["recall3D@15"] == 0.0
+    assert "no predictions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, field", [(["--seed", "-1"], "--seed"), (["--out", "FILE"], "--out")])
+def test_demo_build_argument_errors(tmp_path, capsys, args, field):
+    f = tmp_path / "taken"
+    f.write_text("x")
+    args = [str(f) if a == "FILE" else a for a in args]
+    assert main(["demo", "build", "--images", "1", "--no-progress", "--annotations-only", *args,
+                 *([] if "--out" in args else ["--out", str(tmp_path / "d")])]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "Traceback" not in err and f.read_text() == "x"
