@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ov3d_app import cache, ui
+from ov3d_app import cache, selection, ui
 from ov3d_core.analysis import RemapSpec
 from ov3d_core.errors import InputError
 from ov3d_core.viz import bars
@@ -21,6 +21,15 @@ ui.page_header("Prompt lab", "Localisation is held fixed: each predicted box is 
                "re-scores the same boxes. CV = σ/μ of mAP3D over templates (lower = more prompt-robust).")
 ctx = ui.need_context()
 A = cache.analysis(ctx.cfg_key)
+
+
+def _open_gt(table: pd.DataFrame, run: str):
+    rows = selection.dataframe_rows(st.session_state.get("pl_worst"))
+    if rows:
+        rec = table.iloc[rows[0]]
+        ui.set_state(image_id=int(rec["image_id"]), highlight=f"gt||{int(rec['gt'])}", focus_run=run,
+                     f_classes=[], f_errors=[])
+        st.session_state["_goto_scene"] = True
 
 
 with ui.guard("The prompt lab"):
@@ -150,7 +159,15 @@ with ui.guard("The prompt lab"):
         c[2].metric("GT ranked", f"{mr['n']}")
         per_cls = ranks.groupby("category", sort=False)["rank"].agg(["count", "median", "mean"]).reset_index()
         st.dataframe(per_cls, hide_index=True)
+        worst = ranks.sort_values(["rank", "gt"], ascending=[False, True], kind="stable").head(100).reset_index(
+            drop=True)
+        st.caption("Worst-ranked GT (select a row to open it in the scene inspector):")
+        st.dataframe(worst, hide_index=True, on_select=lambda: _open_gt(worst, run), selection_mode="single-row",
+                     key="pl_worst")
         ui.export_table(ranks, f"label_ranks_{run}_{tsel}", "pl_ranks")
+
+    if st.session_state.pop("_goto_scene", False):
+        st.switch_page("app_pages/scene.py")
 
     st.subheader("Vocabulary size and calibrated acceptance")
     v1, v2 = st.columns(2)
