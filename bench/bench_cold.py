@@ -49,6 +49,37 @@ def max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+class PeakRSS:
+    """Highest RSS (MiB) while the block runs, sampled every 5 ms by a thread (the process high-water mark would
+    include what came before the block)."""
+
+    def __enter__(self):
+        import threading
+
+        self.peak, self._stop = rss_mib(), False
+
+        def sample():
+            while not self._stop:
+                self.peak = max(self.peak, rss_mib())
+                time.sleep(0.005)
+
+        self._t = threading.Thread(target=sample, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop = True
+        self._t.join()
+        self.peak = max(self.peak, rss_mib())
+
+
+def timed(fn):
+    """``(wall s, CPU s of this process, result)``: on a shared machine the CPU time is the steadier number."""
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - t, time.process_time() - c, out
+
+
 # ---------------------------------------------------------------------------------------------------- files
 def write_files(n_images: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:
     """Omni3D GT JSON and Cube R-CNN prediction JSON of ``build_workload(n_images)`` (written once, then reused)."""
@@ -189,42 +220,33 @@ def child_geometry(n: int) -> dict:
     out["workload"] = w.describe()
     compute_pairs(w.gt[:50], w.pred[:500])  # JIT load, not measured
     base = rss_mib()
-    out["rss_workload"] = base
-    t = time.perf_counter()
-    key = geometry_key(w.gt, w.pred)
-    out["key"] = time.perf_counter() - t
+    out["key"], out["key_cpu"], key = timed(lambda: geometry_key(w.gt, w.pred))
     calls = []
-    t = time.perf_counter()
-    pairs = compute_pairs(w.gt, w.pred, progress=lambda d, tot: calls.append(d))
-    out["pairs"] = time.perf_counter() - t
+    with PeakRSS() as peak:
+        out["pairs"], out["pairs_cpu"], pairs = timed(lambda: compute_pairs(w.gt, w.pred,
+                                                                            progress=lambda d, t: calls.append(d)))
     out["n_pairs"] = len(pairs)
     out["progress_updates"] = len(calls)
-    out["rss_after_pairs"] = rss_mib() - base
-    out["peak_over_base"] = max_rss_mib() - base
+    out["peak_over_base"] = peak.peak - base
     with tempfile.TemporaryDirectory() as tmp:
-        cache = PairCache(tmp)
         path = Path(tmp) / f"{key}.npz"
-        t = time.perf_counter()
-        cache._store(path, pairs, ("bench", "run"), key)
-        out["write"] = time.perf_counter() - t
+        out["write"], out["write_cpu"], _ = timed(lambda: PairCache(tmp)._store(path, pairs, ("bench", "run"), key))
         out["size"] = path.stat().st_size / 2 ** 20
         for mmap in (True, False):
-            t = time.perf_counter()
-            got = PairCache(tmp, mmap=mmap).get_or_compute(w.gt, w.pred)
-            out[f"read_mmap{int(mmap)}"] = time.perf_counter() - t
+            wall, cpu, got = timed(lambda: PairCache(tmp, mmap=mmap).get_or_compute(w.gt, w.pred))
+            out[f"read_mmap{int(mmap)}"], out[f"read_mmap{int(mmap)}_cpu"] = wall, cpu
             assert len(got) == len(pairs)
+        out["verify"], out["verify_cpu"], _ = timed(lambda: npzstore.read(path, mmap=True))
         cpath = Path(tmp) / "compressed.npz"
-        t = time.perf_counter()
-        np.savez_compressed(cpath, **{f: getattr(pairs, f) for f in ("gt", "pred", "iou3d", "iou2d", "dist")})
-        out["write_z"] = time.perf_counter() - t
+        cols = {f: getattr(pairs, f) for f in ("gt", "pred", "iou3d", "iou2d", "dist")}
+        out["write_z"], out["write_z_cpu"], _ = timed(lambda: np.savez_compressed(cpath, **cols))
         out["size_z"] = cpath.stat().st_size / 2 ** 20
-        t = time.perf_counter()
-        with np.load(cpath) as z:
-            _ = [z[f] for f in z.files]
-        out["read_z"] = time.perf_counter() - t
-        t = time.perf_counter()
-        npzstore.read(path, mmap=True)
-        out["verify"] = time.perf_counter() - t
+
+        def read_z():
+            with np.load(cpath) as z:
+                return [z[f] for f in z.files]
+
+        out["read_z"], out["read_z_cpu"], _ = timed(read_z)
     params = APParams.omni3d_3d()
     view = label_view_from_names(w.pred.category, w.pred.score, w.vocabulary)
     g_codes = gt_codes(w.gt.category, w.vocabulary)
@@ -233,13 +255,9 @@ def child_geometry(n: int) -> dict:
     new_label = view.label.copy()
     flip = rng.random(len(new_label)) < 0.10
     new_label[flip] = rng.integers(0, len(w.vocabulary), int(flip.sum()))
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        rescore(w, pairs, view.relabel(new_label), params, g_codes)
-        best = min(best, time.perf_counter() - t)
-    out["rescore"] = best
-    out["max_rss"] = max_rss_mib()
+    runs = [timed(lambda: rescore(w, pairs, view.relabel(new_label), params, g_codes)) for _ in range(5)]
+    out["rescore"] = min(r[0] for r in runs)
+    out["rescore_cpu"] = min(r[1] for r in runs)
     return out
 
 
@@ -366,15 +384,21 @@ def main(argv=None) -> None:
                       f"IoU {s['iou']:.2f} s + COCO-style loops {s['eval']:.2f} s; timing only: simplified GT filter) | "
                       f"{time.perf_counter() - t:.2f} | {s['_cpu']:.2f} | |", flush=True)
     if "geometry" in parts:
-        print("\n| images | pairs | key (s) | compute (s) | RSS added (MiB) | progress updates | cache write (s) / MiB "
-              "| read mmap / copy (s) | verify (s) | compressed write / read (s) / MiB | warm re-score (s) |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("\nSeconds as wall / CPU of the process (numba runs on one core; the machine is shared).\n")
+        print("| images | pairs | geometry key (s) | compute pairs (s) | peak RSS added (MiB) | progress updates "
+              "| cache write (s) / MiB | read + verify, mmap / copy (s) | compressed npz write / read (s) / MiB "
+              "| warm re-score after a label change (s) |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n in sizes:
             r = in_child(["geometry", n])
-            print(f"| {n:,} | {r['n_pairs']:,} | {r['key']:.2f} | {r['pairs']:.2f} | {r['peak_over_base']:.0f} | "
-                  f"{r['progress_updates']} | {r['write']:.2f} / {r['size']:.0f} | {r['read_mmap1']:.2f} / "
-                  f"{r['read_mmap0']:.2f} | {r['verify']:.2f} | {r['write_z']:.2f} / {r['read_z']:.2f} / "
-                  f"{r['size_z']:.0f} | {r['rescore']:.3f} |", flush=True)
+
+            def wc(k):
+                return f"{r[k]:.2f} / {r[k + '_cpu']:.2f}"
+
+            print(f"| {n:,} | {r['n_pairs']:,} | {wc('key')} | {wc('pairs')} | {r['peak_over_base']:.0f} | "
+                  f"{r['progress_updates']} | {wc('write')} / {r['size']:.0f} | {wc('read_mmap1')} ; "
+                  f"{wc('read_mmap0')} | {wc('write_z')} ; {wc('read_z')} / {r['size_z']:.0f} | {wc('rescore')} |",
+                  flush=True)
     if "loadcache" in parts:
         print("\n| images | entry write dataset / run (s) | size (MiB) | read dataset / run, new process (s) | "
               "RSS of the read (MiB) | content hash of pred.json |")

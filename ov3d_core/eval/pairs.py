@@ -147,7 +147,7 @@ def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int):
                 for ps in range(0, p, bp):
                     k += 1
                     yield (g_ptr[img] + gs, g_ptr[img] + min(g, gs + bg), p_ptr[img] + ps, p_ptr[img] + min(p, ps + bp),
-                           img + k / n_blocks)
+                           round(img + k / n_blocks, 4))
             img += 1
             continue
         end, acc = img, 0

@@ -202,6 +202,8 @@ class _Encoder:
             raise Unsupported(f"array dtype {a.dtype}")
         flat = a.reshape(-1)
         shape = list(a.shape)
+        if pd.api.types.infer_dtype(flat, skipna=False) in ("string", "empty"):  # fast path: all strings
+            return {"t": "str", "shape": shape, **self.strings(flat)}
         kinds = {type(x) for x in flat.tolist()}
         if kinds <= {str, type(None)}:
             return {"t": "str", "shape": shape, **self.strings(flat)}
