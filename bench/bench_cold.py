@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def rss_mib() -> float:
-    import psutil
-
-    return psutil.Process().memory_info().rss / 2 ** 20
+    """Current resident set size (Linux ``/proc/self/statm``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
 def max_rss_mib() -> float:
