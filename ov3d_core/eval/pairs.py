@@ -124,23 +124,25 @@ def _image_codes(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarr
     return inv[:len(gt_image)], inv[len(gt_image):], len(uniq)
 
 
-def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int):
-    """Work units of at most about ``budget`` GT x prediction candidates: ``(g0, g1, p0, p1, done)`` slices of the
-    image-sorted GT and prediction rows, and the images finished (a fraction inside a split image).
+def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int, max_boxes: int):
+    """Work units of at most ``budget`` same-image GT x prediction candidates and ``max_boxes`` boxes:
+    ``(g0, g1, p0, p1, done)`` slices of the image-sorted GT and prediction rows, and the images finished (a fraction
+    inside a split image).
 
-    Consecutive images are grouped while their candidates fit the budget; an image with more is split into blocks
-    of its GT rows (and, when it has more than ``budget`` predictions, of those too), so no unit exceeds the budget
-    whatever one image holds."""
+    Consecutive images are grouped while both bounds hold; an image beyond either is split into blocks of its GT rows
+    and, when needed, of its predictions, so no unit exceeds them whatever one image holds. (The box bound matters as
+    much as the candidate bound: each unit's kernels allocate a few hundred bytes per box.)"""
     g_ptr = np.concatenate([[0], np.cumsum(g_cnt)])
     p_ptr = np.concatenate([[0], np.cumsum(p_cnt)])
     work = g_cnt * p_cnt + g_cnt + p_cnt
+    boxes = g_cnt + p_cnt
     n_img = len(g_cnt)
     img = 0
     while img < n_img:
-        if work[img] > budget and g_cnt[img] and p_cnt[img]:
-            g, p = int(g_cnt[img]), int(p_cnt[img])
-            bp = min(p, budget)
-            bg = max(1, budget // bp)
+        g, p = int(g_cnt[img]), int(p_cnt[img])
+        if (work[img] > budget or boxes[img] > max_boxes) and g and p:
+            bp = max(1, min(p, budget, max_boxes // 2))
+            bg = max(1, min(budget // bp, max_boxes - bp, g))
             n_blocks = -(-g // bg) * -(-p // bp)
             k = 0
             for gs in range(0, g, bg):
@@ -150,19 +152,21 @@ def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int):
                            round(img + k / n_blocks, 4))
             img += 1
             continue
-        end, acc = img, 0
-        while end < n_img and (end == img or acc + work[end] <= budget):
+        end, acc, nb = img, 0, 0
+        while end < n_img and (end == img or (acc + work[end] <= budget and nb + boxes[end] <= max_boxes)):
             acc += work[end]
+            nb += boxes[end]
             end += 1
         yield g_ptr[img], g_ptr[end], p_ptr[img], p_ptr[end], end
         img = end
 
 
-def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000, chunk_pairs: int = 1_000_000) -> Pairs:
+def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000, chunk_boxes: int = 65_536,
+                  chunk_pairs: int = 1_000_000) -> Pairs:
     """Candidate pairs of two BoxSets with their 3D IoU, 2D IoU and centre distance.
 
-    Work is cut into units of about ``chunk_products`` GT x prediction candidates (whole images grouped, or blocks of
-    one dense image; ``_tasks``), each through ``ov3d_core.geometry``'s broad phase (``candidate_pairs``: bounding
+    Work is cut into units of at most ``chunk_products`` GT x prediction candidates and ``chunk_boxes`` boxes (whole
+    images grouped, or blocks of one dense image; ``_tasks``), each through ``ov3d_core.geometry``'s broad phase (``candidate_pairs``: bounding
     spheres or 2D boxes overlap), and its pairs through the exact kernels (``paired_iou_3d`` with Omni3D's validity
     rule on predictions, ``paired_iou_2d``) ``chunk_pairs`` at a time, so the working memory is bounded whatever one
     image holds; only the result grows with the number of pairs (40 bytes each).
@@ -172,7 +176,7 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000, c
         pred: prediction ``BoxSet`` (side b).
         progress: optional ``callable(done_images, total_images)`` called after each unit; ``done_images`` is a float
             that moves inside an image split into blocks.
-        chunk_products, chunk_pairs: work budgets per unit.
+        chunk_products, chunk_boxes, chunk_pairs: work budgets per unit.
     """
     from ov3d_core.geometry.iou2d import paired_iou_2d
     from ov3d_core.geometry.iou3d import candidate_pairs, paired_iou_3d
@@ -188,7 +192,7 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000, c
     g_cnt = np.bincount(gi, minlength=n_img)
     p_cnt = np.bincount(pi, minlength=n_img)
     parts: list[tuple] = []
-    for g0, g1, p0, p1, done in _tasks(g_cnt, p_cnt, max(1, int(chunk_products))):
+    for g0, g1, p0, p1, done in _tasks(g_cnt, p_cnt, max(1, int(chunk_products)), max(2, int(chunk_boxes))):
         grows, prows = g_order[g0:g1], p_order[p0:p1]
         if len(grows) and len(prows):
             gc, pc = gt.corners[grows], pred.corners[prows]
@@ -227,16 +231,6 @@ def _sorted_columns(parts: list[tuple], n_pred: int) -> list[np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------------------------- cache
-def _update(h, a) -> None:
-    a = np.asarray(a)
-    if a.dtype == object:
-        h.update(repr(a.tolist()).encode())
-        return
-    a = np.ascontiguousarray(a)
-    h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(memoryview(a).cast("B"))
-
-
 def geometry_key(gt, pred) -> str:
     """xxh3-128 of what defines the pair geometry: image ids, corners, 2D boxes and centres of both sides, plus
     GEOMETRY_VERSION. Any change of these gives a new key (and a new cache file)."""
@@ -245,7 +239,11 @@ def geometry_key(gt, pred) -> str:
         h.update(side.encode())
         for name in ("image_id", "corners", "box2d", "center"):
             h.update(name.encode())
-            _update(h, getattr(boxes, name))
+            a = np.asarray(getattr(boxes, name))
+            if a.dtype == object:  # (not from the loaders, which give int64 ids) hash the values, not pointers
+                h.update(repr(a.tolist()).encode())
+            else:
+                npzstore.update_digest(h, a)
     return h.hexdigest()
 
 

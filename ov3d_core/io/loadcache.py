@@ -181,7 +181,7 @@ class _Encoder:
 
     def put(self, a: np.ndarray) -> str:
         name = f"a{len(self.arrays)}"
-        self.arrays[name] = np.ascontiguousarray(a)
+        self.arrays[name] = a  # np.save writes a non-contiguous array block by block (no whole copy)
         return name
 
     def strings(self, flat: np.ndarray) -> dict:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-__all__ = ["StoreError", "write", "read", "digest_array", "FORMAT"]
+__all__ = ["StoreError", "write", "read", "digest_array", "update_digest", "FORMAT"]
 
 FORMAT = "ov3d-npz-1"
 _META = "__meta__"
@@ -34,13 +34,24 @@ class StoreError(ValueError):
     """A cache file that cannot be trusted (unreadable, damaged, of another format or for other inputs)."""
 
 
+def update_digest(h, a: np.ndarray) -> None:
+    """Feed an array's dtype, shape and bytes (C order) to the hash ``h``; a non-contiguous array is copied a block
+    of rows at a time, never whole."""
+    h.update(f"{a.dtype.str}|{a.shape}|".encode())
+    if a.size == 0:
+        return
+    if a.flags.c_contiguous:
+        h.update(memoryview(a.reshape(-1).view(np.uint8)))
+        return
+    rows = max(1, (8 << 20) // max(1, a[:1].nbytes))
+    for s in range(0, len(a), rows):
+        h.update(memoryview(np.ascontiguousarray(a[s:s + rows]).reshape(-1).view(np.uint8)))
+
+
 def digest_array(a: np.ndarray) -> str:
     """xxh3-128 hex digest of an array's dtype, shape and bytes (C order)."""
     h = xxhash.xxh3_128()
-    h.update(f"{a.dtype.str}|{a.shape}|".encode())
-    a = np.ascontiguousarray(a)
-    if a.size:
-        h.update(memoryview(a).cast("B"))
+    update_digest(h, a)
     return h.hexdigest()
 
 

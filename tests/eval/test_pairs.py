@@ -231,7 +231,7 @@ def test_a_dense_image_is_split_into_bounded_blocks_with_moving_progress():
     whole = compute_pairs(gt, pred)
     assert len(whole) == 37 * 53  # every pair overlaps
     calls = []
-    split = compute_pairs(gt, pred, chunk_products=200, chunk_pairs=64,
+    split = compute_pairs(gt, pred, chunk_products=200, chunk_boxes=30, chunk_pairs=64,
                           progress=lambda done, total: calls.append((done, total)))
     for f in ("gt", "pred", "iou3d", "iou2d", "dist"):
         np.testing.assert_array_equal(getattr(split, f), getattr(whole, f))
@@ -240,25 +240,28 @@ def test_a_dense_image_is_split_into_bounded_blocks_with_moving_progress():
     assert done == sorted(done) and 0 < done[0] < 1 and done[-1] == 1  # the bar moves inside the one image
 
 
-@pytest.mark.parametrize("budget", [1, 7, 50, 10_000])
-def test_work_units_cover_every_row_once_and_respect_the_budget(budget):
+@pytest.mark.parametrize("budget, max_boxes", [(1, 2), (7, 1000), (50, 9), (10_000, 40), (10_000, 10_000)])
+def test_work_units_cover_every_row_once_and_respect_the_budget(budget, max_boxes):
     g_cnt = np.array([0, 3, 40, 1, 0, 12, 2])
     p_cnt = np.array([5, 0, 90, 2, 1, 300, 2])
     cover = np.zeros((g_cnt.sum(), p_cnt.sum()), int)
     g_ptr = np.r_[0, np.cumsum(g_cnt)]
     p_ptr = np.r_[0, np.cumsum(p_cnt)]
     last = 0
-    for g0, g1, p0, p1, done in pairs_mod._tasks(g_cnt, p_cnt, budget):
+    for g0, g1, p0, p1, done in pairs_mod._tasks(g_cnt, p_cnt, budget, max_boxes):
         assert done >= last
         last = done
         products = 0
+        n_boxes = 0
         for i in range(len(g_cnt)):  # rows of the same image only
             gs, ge = max(g0, g_ptr[i]), min(g1, g_ptr[i + 1])
             ps, pe = max(p0, p_ptr[i]), min(p1, p_ptr[i + 1])
             if gs < ge and ps < pe:
                 cover[gs:ge, ps:pe] += 1
                 products += (ge - gs) * (pe - ps)
+                n_boxes += (ge - gs) + (pe - ps)
         assert products <= budget  # whatever one image holds
+        assert n_boxes <= max_boxes
     assert last == len(g_cnt)
     same_image = np.zeros_like(cover)
     for i in range(len(g_cnt)):
