@@ -213,18 +213,26 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000, c
 
 def _sorted_columns(parts: list[tuple], n_pred: int) -> list[np.ndarray]:
     """The parts' five columns concatenated and sorted by (gt, pred), one column at a time (so the peak is the table
-    plus one column, not two or three copies of it); no sort when already in order (GT sorted by image)."""
+    plus one column, not two or three copies of it). Whether a sort is needed at all (GT sorted by image, a dense
+    image split by GT rows) is checked part by part, without a key over the whole table."""
+    n = max(n_pred, 1)
+    in_order, last = True, -1
+    for p in parts:
+        if len(p[0]):
+            key = p[0] * n + p[1]
+            if key[0] <= last or (len(key) > 1 and not bool(np.all(key[1:] > key[:-1]))):
+                in_order = False
+                break
+            last = int(key[-1])
     cols: list[np.ndarray] = []
     for i in range(5):
         cols.append(np.concatenate([p[i] for p in parts]))
         for k, p in enumerate(parts):  # let each part's column go as soon as it is copied
             parts[k] = p[:i] + (None,) + p[i + 1:]
     parts.clear()
-    key = cols[0] * max(n_pred, 1) + cols[1]
-    if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
+    if in_order:
         return cols
-    order = np.argsort(key, kind="stable")
-    del key
+    order = np.argsort(cols[0] * n + cols[1], kind="stable")
     for i in range(5):
         cols[i] = cols[i][order]
     return cols

@@ -267,3 +267,14 @@ def test_work_units_cover_every_row_once_and_respect_the_budget(budget, max_boxe
     for i in range(len(g_cnt)):
         same_image[g_ptr[i]:g_ptr[i + 1], p_ptr[i]:p_ptr[i + 1]] = 1
     np.testing.assert_array_equal(cover, same_image)  # every same-image (gt, pred) product exactly once
+
+
+def test_rows_not_sorted_by_image_give_the_same_pairs(scene, scene_pairs):
+    gt, pred = scene
+    perm = np.random.default_rng(5).permutation(len(gt))  # GT rows in no image order
+    shuffled = compute_pairs(gt[perm], pred, chunk_products=60)
+    shuffled.check()  # sorted by (gt, pred) although the work units came out of order
+    back = perm[shuffled.gt]
+    got = sorted(zip(back.tolist(), shuffled.pred.tolist(), shuffled.iou3d.tolist()))
+    want = sorted(zip(scene_pairs.gt.tolist(), scene_pairs.pred.tolist(), scene_pairs.iou3d.tolist()))
+    assert got == want
