@@ -161,7 +161,7 @@ def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int, max_boxes: int):
         img = end
 
 
-def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000, chunk_boxes: int = 65_536,
+def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, chunk_boxes: int = 65_536,
                   chunk_pairs: int = 1_000_000) -> Pairs:
     """Candidate pairs of two BoxSets with their 3D IoU, 2D IoU and centre distance.
 
