@@ -15,7 +15,7 @@ import pytest
 
 from ov3d_core.io import loadcache, npzstore
 from ov3d_core.io.loadcache import cached_load, decode, encode, file_digest
-from ov3d_core.model import BoxSet, Dataset, Run
+from ov3d_core.model import Dataset
 from tests.bitflips import flipped_copies
 from tests.io.factories import make_annotation, make_gt_json, make_image, make_pred_from_annotation
 

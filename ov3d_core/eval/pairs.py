@@ -166,10 +166,11 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, c
     """Candidate pairs of two BoxSets with their 3D IoU, 2D IoU and centre distance.
 
     Work is cut into units of at most ``chunk_products`` GT x prediction candidates and ``chunk_boxes`` boxes (whole
-    images grouped, or blocks of one dense image; ``_tasks``), each through ``ov3d_core.geometry``'s broad phase (``candidate_pairs``: bounding
-    spheres or 2D boxes overlap), and its pairs through the exact kernels (``paired_iou_3d`` with Omni3D's validity
-    rule on predictions, ``paired_iou_2d``) ``chunk_pairs`` at a time, so the working memory is bounded whatever one
-    image holds; only the result grows with the number of pairs (40 bytes each).
+    images grouped, or blocks of one dense image; ``_tasks``), each through ``ov3d_core.geometry``'s broad phase
+    (``candidate_pairs``: bounding spheres or 2D boxes overlap), and its pairs through the exact kernels
+    (``paired_iou_3d`` with Omni3D's validity rule on predictions, ``paired_iou_2d``) ``chunk_pairs`` at a time, so
+    the working memory is bounded whatever one image holds; only the result grows with the number of pairs (40 bytes
+    each).
 
     Args:
         gt: GT ``BoxSet`` (side a: never validity-checked).
