@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import io
+import pickle
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from ov3d_core.eval import pairs as pairs_mod
+from ov3d_core.io import npzstore
 from ov3d_core.eval.pairs import PairCache, Pairs, compute_pairs, geometry_key
 from ov3d_core.geometry.iou2d import box_iou_2d
 from ov3d_core.geometry.iou3d import box_iou_3d
+from tests.bitflips import flipped_copies
 from tests.eval.factories import make_boxes, random_scene
 
 
@@ -107,29 +114,167 @@ def test_cache_hit_then_invalidation(tmp_path, scene, counting):
     assert len(list(tmp_path.glob("*.npz"))) == 2
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncate", "wrong_meta", "unsorted"])
+def _rewrite(path, **changes):
+    """Rewrite a pair cache file with some columns or metadata replaced, its digests recomputed (a consistent file
+    that lies), through the store's own writer."""
+    arrays, meta = npzstore.read(path)
+    arrays = {k: np.array(v) for k, v in arrays.items()}
+    for k, v in changes.items():
+        if k in arrays:
+            arrays[k] = np.asarray(v)
+        else:
+            meta[k] = v
+    npzstore.write(path, arrays, meta)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "empty_with_meta", "unsorted", "half_pairs",
+                                    "half_pairs_consistent", "other_key", "pickle", "object_array"])
 def test_corrupt_cache_file_is_recomputed(tmp_path, scene, counting, damage):
     gt, pred = scene
     good = PairCache(tmp_path).get_or_compute(gt, pred)
     path = PairCache(tmp_path).path_for(gt, pred)
+    key = geometry_key(gt, pred)
+    half = len(good) // 2
+    marker = tmp_path / "pwned"
     if damage == "garbage":
         path.write_bytes(b"not a zip file at all")
     elif damage == "truncate":
         path.write_bytes(path.read_bytes()[:200])
-    elif damage == "wrong_meta":
-        PairCache(tmp_path)._store(path, Pairs.empty(3, 4), ())
-    else:
-        rev = Pairs(good.gt[::-1], good.pred[::-1], good.iou3d, good.iou2d, good.dist, good.n_gt, good.n_pred)
-        PairCache(tmp_path)._store(path, rev, ())
+    elif damage == "empty_with_meta":  # the right key and sizes, an empty table, digests redone
+        _rewrite(path, **{f: getattr(Pairs.empty(), f) for f in ("gt", "pred", "iou3d", "iou2d", "dist")})
+    elif damage == "unsorted":
+        _rewrite(path, gt=good.gt[::-1], pred=good.pred[::-1])
+    elif damage == "half_pairs":  # the right metadata, half the rows, digests not redone (a damaged copy)
+        import zipfile
+        raw = {}
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                raw[name] = z.read(name)
+        with zipfile.ZipFile(path, "w") as z:
+            for name, data in raw.items():
+                if name != "__meta__.npy":
+                    arr = np.load(io.BytesIO(data))[:half]
+                    buf = io.BytesIO()
+                    np.save(buf, arr)
+                    data = buf.getvalue()
+                z.writestr(name, data)
+    elif damage == "half_pairs_consistent":  # half the rows, digests redone, but the recorded count kept
+        _rewrite(path, **{f: getattr(good, f)[:half] for f in ("gt", "pred", "iou3d", "iou2d", "dist")})
+    elif damage == "other_key":  # a valid file of other boxes copied to this name
+        other = pred.with_(corners=pred.corners + 0.01)
+        PairCache(tmp_path / "o").get_or_compute(gt, other)
+        shutil.copy(PairCache(tmp_path / "o").path_for(gt, other), path)
+    elif damage == "pickle":
+        class Boom:
+            def __reduce__(self):
+                return (open, (str(marker), "w"))
+        path.write_bytes(pickle.dumps(Boom()))
+    else:  # an npz whose member is an object array (needs pickle)
+        np.savez(path, gt=np.array([Path("x")], dtype=object))
     again = PairCache(tmp_path).get_or_compute(gt, pred)
-    assert len(counting) == 2
-    np.testing.assert_array_equal(again.pred, good.pred)
+    assert len(counting) == (3 if damage == "other_key" else 2)
+    assert not marker.exists()
+    for f in ("gt", "pred", "iou3d", "iou2d", "dist"):
+        np.testing.assert_array_equal(getattr(again, f), getattr(good, f))
     # and the file was repaired
     PairCache(tmp_path).get_or_compute(gt, pred)
-    assert len(counting) == 2
+    assert len(counting) == (3 if damage == "other_key" else 2)
+
+
+def test_cache_file_is_memory_mapped_and_read_only(tmp_path, scene, scene_pairs):
+    gt, pred = scene
+    PairCache(tmp_path).get_or_compute(gt, pred)
+    mapped = PairCache(tmp_path).get_or_compute(gt, pred)
+    read = PairCache(tmp_path, mmap=False).get_or_compute(gt, pred)
+    for f in ("gt", "pred", "iou3d", "iou2d", "dist"):
+        col = getattr(mapped, f)
+        assert isinstance(col.base, np.memmap) or isinstance(getattr(col.base, "base", None), np.memmap)
+        assert not col.flags.writeable
+        np.testing.assert_array_equal(col, getattr(scene_pairs, f))
+        np.testing.assert_array_equal(getattr(read, f), getattr(scene_pairs, f))
+
+
+def test_bit_flips_never_give_other_pairs(tmp_path, scene, scene_pairs):
+    gt, pred = scene
+    cache = PairCache(tmp_path)
+    cache.get_or_compute(gt, pred)
+    path = cache.path_for(gt, pred)
+    refused = tried = 0
+    for pos, flipped in flipped_copies(path.read_bytes(), 150, seed=1):
+        tried += 1
+        path.write_bytes(flipped)
+        c = PairCache(tmp_path)
+        got = c.get_or_compute(gt, pred)
+        refused += c.misses
+        for f in ("gt", "pred", "iou3d", "iou2d", "dist"):
+            assert np.array_equal(getattr(got, f), getattr(scene_pairs, f)), (pos, f)
+    assert refused >= 0.8 * tried  # almost every flip is caught (the rest hit bytes zip/npy ignore)
 
 
 def test_empty_sides():
     gt = make_boxes([1], ["car"], [(0, 0, 10)])
     p = compute_pairs(gt, gt[np.zeros(1, bool)])
     assert len(p) == 0 and p.n_gt == 1 and p.n_pred == 0
+
+
+def _pile(n_gt, n_pred, seed=0):
+    """One image whose boxes are piled on each other (nearly every GT x prediction pair overlaps)."""
+    rng = np.random.default_rng(seed)
+    centres = lambda n: [tuple(c) for c in rng.uniform(-0.3, 0.3, (n, 3)) + [0, 0, 8]]  # noqa: E731
+    gt = make_boxes([7] * n_gt, ["car"] * n_gt, centres(n_gt))
+    pred = make_boxes([7] * n_pred, ["car"] * n_pred, centres(n_pred))
+    return gt, pred
+
+
+def test_a_dense_image_is_split_into_bounded_blocks_with_moving_progress():
+    gt, pred = _pile(37, 53)
+    whole = compute_pairs(gt, pred)
+    assert len(whole) == 37 * 53  # every pair overlaps
+    calls = []
+    split = compute_pairs(gt, pred, chunk_products=200, chunk_boxes=30, chunk_pairs=64,
+                          progress=lambda done, total: calls.append((done, total)))
+    for f in ("gt", "pred", "iou3d", "iou2d", "dist"):
+        np.testing.assert_array_equal(getattr(split, f), getattr(whole, f))
+    done = [d for d, _ in calls]
+    assert len(calls) >= 10 and all(t == 1 for _, t in calls)
+    assert done == sorted(done) and 0 < done[0] < 1 and done[-1] == 1  # the bar moves inside the one image
+
+
+@pytest.mark.parametrize("budget, max_boxes", [(1, 2), (7, 1000), (50, 9), (10_000, 40), (10_000, 10_000)])
+def test_work_units_cover_every_row_once_and_respect_the_budget(budget, max_boxes):
+    g_cnt = np.array([0, 3, 40, 1, 0, 12, 2])
+    p_cnt = np.array([5, 0, 90, 2, 1, 300, 2])
+    cover = np.zeros((g_cnt.sum(), p_cnt.sum()), int)
+    g_ptr = np.r_[0, np.cumsum(g_cnt)]
+    p_ptr = np.r_[0, np.cumsum(p_cnt)]
+    last = 0
+    for g0, g1, p0, p1, done in pairs_mod._tasks(g_cnt, p_cnt, budget, max_boxes):
+        assert done >= last
+        last = done
+        products = 0
+        n_boxes = 0
+        for i in range(len(g_cnt)):  # rows of the same image only
+            gs, ge = max(g0, g_ptr[i]), min(g1, g_ptr[i + 1])
+            ps, pe = max(p0, p_ptr[i]), min(p1, p_ptr[i + 1])
+            if gs < ge and ps < pe:
+                cover[gs:ge, ps:pe] += 1
+                products += (ge - gs) * (pe - ps)
+                n_boxes += (ge - gs) + (pe - ps)
+        assert products <= budget  # whatever one image holds
+        assert n_boxes <= max_boxes
+    assert last == len(g_cnt)
+    same_image = np.zeros_like(cover)
+    for i in range(len(g_cnt)):
+        same_image[g_ptr[i]:g_ptr[i + 1], p_ptr[i]:p_ptr[i + 1]] = 1
+    np.testing.assert_array_equal(cover, same_image)  # every same-image (gt, pred) product exactly once
+
+
+def test_rows_not_sorted_by_image_give_the_same_pairs(scene, scene_pairs):
+    gt, pred = scene
+    perm = np.random.default_rng(5).permutation(len(gt))  # GT rows in no image order
+    shuffled = compute_pairs(gt[perm], pred, chunk_products=60)
+    shuffled.check()  # sorted by (gt, pred) although the work units came out of order
+    back = perm[shuffled.gt]
+    got = sorted(zip(back.tolist(), shuffled.pred.tolist(), shuffled.iou3d.tolist()))
+    want = sorted(zip(scene_pairs.gt.tolist(), scene_pairs.pred.tolist(), scene_pairs.iou3d.tolist()))
+    assert got == want
