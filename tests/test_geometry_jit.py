@@ -20,11 +20,12 @@ def test_warm_up_compiles_once_with_a_notice_then_loads_silently(tmp_path):
     assert first.returncode == 0, first.stderr
     assert first.stderr.count("compiling the numeric kernels") == 1
     assert any(tmp_path.rglob("*.nbi"))  # numba's cache index files were written
-    evaluate = ("from ov3d_core.geometry.jit import _tiny_benchmark\n"
-                "from ov3d_core.eval.pairs import compute_pairs\n"
-                "from ov3d_core.eval.scoring import score_run\n"
+    evaluate = ("import tempfile\n"
+                "from ov3d_core.geometry.jit import _tiny_benchmark\n"
+                "from ov3d_core import Analysis, View\n"
                 "ds, run = _tiny_benchmark()\n"
-                "print(score_run(ds, run, compute_pairs(ds.gt, run.pred)).summary['AP3D'])\n")
+                "a = Analysis.from_objects(ds, [run], cache_dir=tempfile.mkdtemp())\n"
+                "print(a.summary(View(ds.name, run.name))['AP3D'])\n")
     second = _run(evaluate, tmp_path)
     assert second.returncode == 0, second.stderr
     assert "compiling the numeric kernels" not in second.stderr  # everything came from the cache

@@ -196,10 +196,12 @@ def test_benchmark_loads_through_the_cache_and_fingerprints_its_inputs(tmp_path,
     cfg = config_from_files([str(gt_path)], [str(pred_path)], cache_dir=str(tmp_path / "cache"))
     b1 = Benchmark(cfg)
     name = b1.dataset_names[0]
-    ap1 = b1.evaluate(name, b1.run_names()[0])
+    from ov3d_core.analysis import Analysis, View
+
+    ap1 = Analysis(b1).summary(View(name, b1.run_names()[0]))
     assert len(entries(tmp_path / "cache")) == 2  # one dataset, one run
     b2 = Benchmark(cfg)
-    assert_same(b2.evaluate(name, b2.run_names()[0]), ap1)
+    assert_same(Analysis(b2).summary(View(name, b2.run_names()[0])), ap1)
     assert_same(b2.dataset(name), b1.dataset(name))
     fp = b1.fingerprint()
     assert set(fp) == {str(gt_path.resolve()), str(pred_path.resolve())}

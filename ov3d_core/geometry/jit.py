@@ -96,9 +96,10 @@ def warm_up(progress: bool = True) -> float:
 
             box_iou_3d(ds.gt.corners, run.pred.corners)
         else:
-            from ov3d_core.eval.scoring import score_run
+            from ov3d_core.eval.labels import label_view_from_names
+            from ov3d_core.eval.scoring import score_view
 
-            score_run(ds, run, pairs)
+            score_view(ds, run, pairs, label_view_from_names(run.pred.category, run.pred.score, ds.vocabulary))
     return time.perf_counter() - t
 
 
