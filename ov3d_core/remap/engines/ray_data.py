@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -163,16 +164,14 @@ class ShardEncoder:
     """Actor: loads the encoder once, then encodes whole shards (Ray Data ``map_batches`` with ``batch_size=1``)."""
 
     def __init__(self, encoder, expect_key: str, device: str, batch_size: int | None, threads: int | None = None):
-        if threads and device == "cpu":
-            import torch
-
-            torch.set_num_threads(int(threads))
         if isinstance(encoder, str):
             from ov3d_core.remap.encoders import make_encoder
 
             self.encoder = make_encoder(encoder, device=device, batch_size=batch_size)
         else:  # a factory (custom encoders, tests)
             self.encoder = encoder()
+        if threads and device == "cpu" and "torch" in sys.modules:  # one intra-op thread per CPU of the actor
+            sys.modules["torch"].set_num_threads(int(threads))
         if self.encoder.cache_key != expect_key:
             raise RuntimeError(f"the worker's encoder is {self.encoder.cache_key!r}, the coordinator expected "
                                f"{expect_key!r}: the workers see another checkpoint (or another version of it)")
