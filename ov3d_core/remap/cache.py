@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +268,7 @@ class PendingEntry:
         self.chunk_size = cs = int(chunk_size)
         self.dir = d = store.directory(dataset, run, encoder_key)
         self.written: list[int] = []  # chunks written through this object (for reports and tests)
+        self.written_at: list[float] = []  # time.perf_counter() of each write (throughput in benchmarks)
         self._state = {"version": FORMAT_VERSION, "encoder_key": encoder_key, "encoder_name": encoder_name,
                        "inputs_hash": inputs_hash, "n": n, "chunk_size": cs, "complete": False,
                        "dataset": dataset, "run": run}
@@ -330,6 +332,7 @@ class PendingEntry:
         if c in self.todo:
             self.todo.remove(c)
         self.written.append(c)
+        self.written_at.append(time.perf_counter())
 
     def finish(self, dim: int | None = None) -> CropEmbeddings:
         """Merge the chunks into ``embeddings.npy``, mark the entry complete and return it (``dim``: the width when

@@ -134,7 +134,7 @@ def test_failing_image_is_reported_others_finish_and_resume_recomputes_only_miss
     bad_shards = sorted({i // chunk for i in np.flatnonzero(src.valid) if src.paths[i] == str(bad)})
     store = EmbeddingStore(tmp_path / "ray")
 
-    rep = embed(store, ds, run, spec, engine="ray", chunk_size=chunk, progress=False)
+    rep = embed(store, ds, run, spec, engine="ray", chunk_size=chunk, progress=False, workers=1)
     n_shards = -(-len(src.records) // chunk)
     assert not rep.complete and rep.n_shards == n_shards
     assert sorted(f.chunk for f in rep.failures) == bad_shards
@@ -146,7 +146,7 @@ def test_failing_image_is_reported_others_finish_and_resume_recomputes_only_miss
     chunks = store.directory(ds.name, run.name, rep.encoder_key) / "chunks"
     deleted = rep.written[0]
     (chunks / f"{deleted:05d}.npy").unlink()
-    again = embed(store, ds, run, spec, engine="ray", chunk_size=chunk, progress=False)
+    again = embed(store, ds, run, spec, engine="ray", chunk_size=chunk, progress=False, workers=1)
     assert again.complete and not again.failures
     assert sorted(again.written) == sorted(bad_shards + [deleted])  # only the missing shards were computed
 
@@ -164,7 +164,7 @@ def test_a_killed_worker_loses_only_its_shard(ray_instance, demo, tmp_path):
     crops = b.run_spec("wild_like", "demo_outdoor").crops
     marker = tmp_path / "killed"
     rep = embed(EmbeddingStore(tmp_path / "ray"), ds, run, functools.partial(DiesOnce, str(marker)), engine="ray",
-                crops_json=crops, chunk_size=5, progress=False)
+                crops_json=crops, chunk_size=5, progress=False, workers=1)
     assert marker.exists()  # a worker did die mid-shard
     assert rep.complete and not rep.failures
     assert sorted(rep.written) == list(range(rep.n_shards))  # every shard written once, the lost one retried

@@ -54,6 +54,7 @@ class EmbedReport:
     n_shards: int
     embeddings: object = None                       # CropEmbeddings | None
     written: list[int] = field(default_factory=list)  # shards written by this call, in order of arrival
+    written_at: list[float] = field(default_factory=list)  # seconds after the call began, per written shard
     failures: list[ShardFailure] = field(default_factory=list)
     cached: bool = False                            # the entry was already complete: nothing was computed
     workers: int = 0                                # encoder workers (ray), 0 for the local engine

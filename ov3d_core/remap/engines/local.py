@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ov3d_core.remap.cache import encode_pending
 from ov3d_core.remap.engines import EmbedReport
 from ov3d_core.remap.pipeline import crop_source
@@ -15,6 +17,7 @@ def embed_local(store, dataset, run, encoder, *, crops_json=None, pad: float = 0
     ``encoder`` is an ``Encoder`` or a spec for ``make_encoder`` (with ``device`` and ``batch_size``). An
     unreadable image raises its ``InputError``; finished chunks stay on disk for the next attempt.
     """
+    t0 = time.perf_counter()
     if isinstance(encoder, str):
         from ov3d_core.remap.encoders import make_encoder
 
@@ -31,4 +34,5 @@ def embed_local(store, dataset, run, encoder, *, crops_json=None, pad: float = 0
                         inputs_hash=src.inputs_hash, chunk_size=chunk_size, encoder_name=name)
     report.embeddings = encode_pending(entry, encoder, src.load, progress=progress)
     report.written = list(entry.written)
+    report.written_at = [t - t0 for t in entry.written_at]
     return report

@@ -24,6 +24,7 @@ import json
 import logging
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -228,7 +229,7 @@ class ShardEncoder:
 
 
 # ------------------------------------------------------------------------------------------------ driver
-def _describe(encoder, batch_size):
+def _describe(encoder):
     """Key, name and input kind of the encoder, without loading its weights here (a spec) or by building it once
     here (a factory)."""
     if isinstance(encoder, str):
@@ -276,8 +277,9 @@ def embed_ray(store, dataset, run, encoder, *, crops_json=None, pad: float = 0.0
         gpus_per_worker: GPUs per encoder actor (default 1 when the cluster has GPUs, else CPU actors; 0 forces CPU).
         workers: number of encoder actors (default: one per GPU share, else one per CPU).
     """
+    t0 = time.perf_counter()
     address = check_address(address)
-    info = _describe(encoder, batch_size)
+    info = _describe(encoder)
     src = crop_source(dataset, run, info, crops_json=crops_json, pad=pad, min_size=min_size)
     n = len(src.records)
     report = EmbedReport("ray", dataset.name, run.name, info.name, info.cache_key, n_rows=n,
@@ -307,6 +309,7 @@ def embed_ray(store, dataset, run, encoder, *, crops_json=None, pad: float = 0.0
 
                 ray.shutdown()
     report.written = list(entry.written)
+    report.written_at = [t - t0 for t in entry.written_at]
     if not report.failures and not entry.todo:
         report.embeddings = entry.finish()
     return report
