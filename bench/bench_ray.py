@@ -118,6 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpus-per-worker", type=float, default=None)
     ap.add_argument("--device", default=None, help="local engine device (default: CUDA when available)")
     ap.add_argument("--work", default=None, help="folder for the demo, the checkpoint and the caches")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of both engines (order alternates)")
     ap.add_argument("--out", default=None, help="append the markdown section to this file")
     args = ap.parse_args(argv)
 
@@ -127,29 +128,36 @@ def main(argv=None) -> int:
     demo = ensure_demo(work / "demo", images=args.images, seed=0)
     ckpt = make_base_checkpoint(work / "siglip_base_random")
     spec = f"hf:{ckpt}"
-    load = os.getloadavg()[0]
-    results = {}
-    for engine in ("local", "ray"):
-        cache = work / f"cache_{engine}_{int(time.time())}"
-        results[engine] = run_child(engine, args, demo / "benchmark.yaml", spec, cache)
-        print(engine, results[engine], flush=True)
-    loc, ray_ = results["local"], results["ray"]
+    rows, ratios = [], []
+    for r in range(args.rounds):
+        order = ("local", "ray") if r % 2 == 0 else ("ray", "local")  # alternate: load drifts on a shared box
+        got = {}
+        for engine in order:
+            load = os.getloadavg()[0]
+            cache = work / f"cache_{engine}_{r}_{time.time():.0f}"
+            got[engine] = run_child(engine, args, demo / "benchmark.yaml", spec, cache)
+            got[engine]["load"] = load
+            print(engine, got[engine], flush=True)
+        for engine in order:
+            g = got[engine]
+            who = "local (in-process)" if engine == "local" else "ray (Ray Data, actor pool)"
+            rows.append(f"| {r + 1} | {who} | {g['workers'] or '1 process'} | {g['load']:.1f} | {g['wall']:.1f} s | "
+                        f"{g['first_shard']:.1f} s | {g['steady']:.2f} |")
+        ratios.append((got["ray"]["steady"] / got["local"]["steady"], got["ray"]["wall"] / got["local"]["wall"]))
+    crops = got["local"]["crops"]
     cmd = "python bench/bench_ray.py " + " ".join(argv if argv is not None else sys.argv[1:])
     lines = [
         f"### Crop encoding in-process vs Ray (issue 15), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         "",
-        f"`{cmd.strip()}` on {machine()}; load average {load:.1f} at the start (shared machine: single run, "
-        "engines one after the other in one invocation). Random-init SigLIP FixRes 224/16 with the base image tower, "
-        f"fp32; {loc['crops']} pixel crops of `{args.run}` on `{args.dataset}` ({args.images} demo images per "
-        f"dataset), shards of {args.chunk_size}, encoder batches of {args.batch_size}; fresh process and cold cache "
-        "per engine.", "",
-        "| engine | workers | end-to-end wall | first shard written after | steady-state crops/s |",
-        "|---|---:|---:|---:|---:|",
-        f"| local (in-process) | 1 process | {loc['wall']:.1f} s | {loc['first_shard']:.1f} s | {loc['steady']:.2f} |",
-        f"| ray (Ray Data, actor pool) | {ray_['workers']} | {ray_['wall']:.1f} s | {ray_['first_shard']:.1f} s | "
-        f"{ray_['steady']:.2f} |",
-        "", f"Ray / local: {ray_['steady'] / loc['steady']:.2f}x steady-state throughput, "
-        f"{ray_['wall'] / loc['wall']:.2f}x wall time.", ""]
+        f"`{cmd.strip()}` on {machine()}. Shared machine: each row is a single run; the engines alternate within "
+        "each round, and the load average is taken as each run starts. Random-init SigLIP FixRes 224/16 with the "
+        f"base image tower, fp32; {crops} pixel crops of `{args.run}` on `{args.dataset}` ({args.images} demo "
+        f"images per dataset), shards of {args.chunk_size}, encoder batches of {args.batch_size}; a fresh process "
+        "and a cold cache per run.", "",
+        "| round | engine | workers | load | end-to-end wall | first shard written after | steady-state crops/s |",
+        "|---:|---|---:|---:|---:|---:|---:|", *rows, "",
+        "Ray / local per round (steady-state throughput, wall time): "
+        + ", ".join(f"{a:.2f}x / {b:.2f}x" for a, b in ratios) + ".", ""]
     text = "\n".join(lines)
     print(text)
     if args.out:

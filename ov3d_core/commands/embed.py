@@ -69,8 +69,8 @@ def check_args(args) -> None:
     _finite(args.pad, "--pad")
     _finite(args.min_size, "--min-size")
     engine = getattr(args, "engine", "local")
-    ray_only = {"--address": getattr(args, "address", None), "--gpus-per-worker": getattr(args, "gpus_per_worker", None),
-                "--workers": getattr(args, "workers", None)}
+    ray_only = {"--address": getattr(args, "address", None),
+                "--gpus-per-worker": getattr(args, "gpus_per_worker", None), "--workers": getattr(args, "workers", None)}
     if engine == "ray":
         from ov3d_core.remap.engines.ray_data import check_address
 
@@ -136,7 +136,6 @@ def compute(args):
     kw: dict = {}
     if args.engine == "ray":
         try:
-            import ray  # noqa: F401
             import ray.data  # noqa: F401
         except ImportError:
             raise InputError(CLI, None, "--engine", "ray with Ray Data installed (pip install 'ray[data]', or "

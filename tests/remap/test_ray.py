@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import filecmp
 import functools
+import json
 import os
 import shutil
 from pathlib import Path
@@ -183,10 +184,8 @@ def test_an_encoder_error_names_the_record_at_fault(demo, tmp_path):
     item = work_items(src, entry)[1]
     row_of_bad = int(np.frombuffer(item["rows"], np.int64)[2])
     actor = ShardEncoder(functools.partial(RaisesOn, str(src.captions[row_of_bad])), "fake:v1", "cpu", None)
-    block, dim, err = actor.encode(cut_shard(item))
+    block, _, err = actor.encode(cut_shard(item))
     assert block == b"" and '"rows": [' in err and "cannot encode this one" in err
-    import json
-
     culprits = json.loads(err)["rows"]
     assert row_of_bad in culprits
     assert all(src.captions[r] == src.captions[row_of_bad] for r in culprits)  # only rows with that caption

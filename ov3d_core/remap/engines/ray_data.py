@@ -260,7 +260,7 @@ def plan_workers(resources: dict, n_shards: int, *, gpus_per_worker: float | Non
         cpus = min(1.0, n_cpu / (2 * n))
         crop_tasks = 1
     return {"workers": n, "gpus": gpus, "cpus": round(cpus, 4), "crop_tasks": crop_tasks,
-            "device": "cuda" if gpus > 0 else "cpu", "threads": max(1, int(round(cpus)))}
+            "device": "cuda" if gpus > 0 else "cpu", "threads": max(1, round(cpus))}
 
 
 def embed_ray(store, dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min_size: float = 8,
