@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 
 def make_base_checkpoint(path: Path) -> Path:
@@ -86,25 +85,11 @@ def run_child(engine: str, args, config: Path, spec: str, cache: Path) -> dict:
 
 
 def machine() -> str:
-    import numpy as np
+    import ray
 
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    out = f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, numpy {np.__version__}"
-    try:
-        import ray
-        import torch
+    from bench_remap import machine as base  # CPU, Python, numpy, torch, GPU
 
-        out += f", torch {torch.__version__}, ray {ray.__version__}"
-        if torch.cuda.is_available():
-            out += f", {torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
-    except ImportError:
-        pass
-    return out
+    return f"{base()}, ray {ray.__version__}"
 
 
 def main(argv=None) -> int:
