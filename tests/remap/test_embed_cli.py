@@ -86,12 +86,13 @@ def test_local_checkpoint_dir_problems(bench, tmp_path, capsys):
     assert "no such directory" in capsys.readouterr().err
 
 
-def test_default_engine_is_in_process_and_never_imports_ray(bench):
+def test_default_engine_is_in_process_and_never_imports_ray(bench, capsys):
     p = _run(PROBE.format(argv=_args(bench, "--encoder", "proxy", "--chunk-size", "4")), {})
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {"rc": 0, "torch": True, "ray": False}
     assert "shards:  3 of 3 computed now (local)" in p.stdout
-    again = _run(PROBE.format(argv=_args(bench, "--encoder", "proxy", "--chunk-size", "4")), {})
-    assert "shards:  already complete" in again.stdout and "9 crops embedded" in again.stdout
+    assert main(_args(bench, "--encoder", "proxy", "--chunk-size", "4")) == 0
+    out = capsys.readouterr().out
+    assert "shards:  already complete" in out and "9 crops embedded" in out
 
 
 def test_an_unreadable_image_is_one_line_with_the_local_engine(bench, tmp_path, tiny_dirs, capsys):
