@@ -758,8 +758,10 @@ class Analysis:
         from ov3d_core.diagnostics.fgovd import gt_label_ranks
 
         res = self.remap_result(view)
-        return gt_label_ranks(self._inputs(view), res.full, iou_threshold=iou,
-                              vocabulary=self.benchmark.dataset(view.dataset).vocabulary)
+        ds = self.benchmark.dataset(view.dataset)
+        out = gt_label_ranks(self._inputs(view), res.full, iou_threshold=iou, vocabulary=ds.vocabulary)
+        out.insert(1, "image_id", ds.gt.image_id[out["gt"].to_numpy(np.int64)])
+        return out
 
     def vocabulary_curve(self, view: View, ks: Sequence[int] | None = None) -> pd.DataFrame:
         """FG-OVD vocabulary-size curve: mAP3D and rank as the number of hard negatives grows (remapped run)."""

@@ -77,6 +77,24 @@ class Benchmark:
             raise InputError(str(self.config.path or "<config>"), None, "datasets",
                              f"a dataset named {dataset!r}; have {sorted(self.config.datasets)}") from None
 
+    # ---------------------------------------------------------------- input identity
+    def input_files(self) -> list[Path]:
+        """Every input file the config names (GT, predictions, crops; not KITTI folders), in config order."""
+        files: list[Path] = []
+        for spec in self.config.datasets.values():
+            files += [Path(f) for f in spec.gt if Path(f).is_file()]
+        for spec in self.config.runs.values():
+            files += [Path(f) for f in (spec.predictions, spec.crops) if f is not None and Path(f).is_file()]
+        return list(dict.fromkeys(files))
+
+    def fingerprint(self) -> dict[str, str]:
+        """``{resolved path: xxh3-128 digest of the whole content}`` of ``input_files()``, always read from disk
+        (seconds for GBs). The app compares it with the one taken when this Benchmark was built, at the start of each
+        session, and rebuilds the Benchmark when any file changed (an edit that keeps size and mtime included)."""
+        from ov3d_core.io.loadcache import files_digest
+
+        return dict(files_digest(self.input_files(), recheck=True))
+
     # ---------------------------------------------------------------- loading
     def dataset(self, name: str) -> Dataset:
         with self._lock:

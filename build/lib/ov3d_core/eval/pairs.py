@@ -8,11 +8,7 @@ is not stored is 0 by definition. Every re-labelling, filter or protocol change 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -20,13 +16,29 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import xxhash
+
+from ov3d_core.io import npzstore
 
 __all__ = ["Pairs", "compute_pairs", "PairCache", "GEOMETRY_VERSION", "geometry_key"]
 
 log = logging.getLogger(__name__)
 
-#: Bump when the pair geometry changes (broad phase, IoU kernel, validity rule): old cache files stop matching.
-GEOMETRY_VERSION = "pairs-v1 (iou3d exact float64, Omni3D validity on predictions, iou2d continuous)"
+_GEOMETRY_SOURCES = ("geometry/boxes.py", "geometry/iou2d.py", "geometry/iou3d.py", "geometry/validity.py",
+                     "eval/pairs.py")
+
+
+def _source_digest() -> str:
+    root = Path(__file__).resolve().parents[1]
+    h = xxhash.xxh3_128()
+    for rel in _GEOMETRY_SOURCES:
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+#: What the pair geometry was computed with: a digest of the source of the broad phase, the IoU kernels, the validity
+#: rule and this module, so any change to that code makes old cache files miss by itself.
+GEOMETRY_VERSION = f"pairs-v2 iou3d exact float64, Omni3D validity on predictions, iou2d continuous; {_source_digest()}"
 
 _FIELDS = ("gt", "pred", "iou3d", "iou2d", "dist")
 
@@ -112,18 +124,60 @@ def _image_codes(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarr
     return inv[:len(gt_image)], inv[len(gt_image):], len(uniq)
 
 
-def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000) -> Pairs:
+def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int, max_boxes: int):
+    """Work units of at most ``budget`` same-image GT x prediction candidates and ``max_boxes`` boxes:
+    ``(g0, g1, p0, p1, done)`` slices of the image-sorted GT and prediction rows, and the images finished (a fraction
+    inside a split image).
+
+    Consecutive images are grouped while both bounds hold; an image beyond either is split into blocks of its GT rows
+    and, when needed, of its predictions, so no unit exceeds them whatever one image holds. (The box bound matters as
+    much as the candidate bound: each unit's kernels allocate a few hundred bytes per box.)"""
+    g_ptr = np.concatenate([[0], np.cumsum(g_cnt)])
+    p_ptr = np.concatenate([[0], np.cumsum(p_cnt)])
+    work = g_cnt * p_cnt + g_cnt + p_cnt
+    boxes = g_cnt + p_cnt
+    n_img = len(g_cnt)
+    img = 0
+    while img < n_img:
+        g, p = int(g_cnt[img]), int(p_cnt[img])
+        if (work[img] > budget or boxes[img] > max_boxes) and g and p:
+            bp = max(1, min(p, budget, max_boxes // 2))
+            bg = max(1, min(budget // bp, max_boxes - bp, g))
+            n_blocks = -(-g // bg) * -(-p // bp)
+            k = 0
+            for gs in range(0, g, bg):
+                for ps in range(0, p, bp):
+                    k += 1
+                    yield (g_ptr[img] + gs, g_ptr[img] + min(g, gs + bg), p_ptr[img] + ps, p_ptr[img] + min(p, ps + bp),
+                           round(img + k / n_blocks, 4))
+            img += 1
+            continue
+        end, acc, nb = img, 0, 0
+        while end < n_img and (end == img or (acc + work[end] <= budget and nb + boxes[end] <= max_boxes)):
+            acc += work[end]
+            nb += boxes[end]
+            end += 1
+        yield g_ptr[img], g_ptr[end], p_ptr[img], p_ptr[end], end
+        img = end
+
+
+def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, chunk_boxes: int = 65_536,
+                  chunk_pairs: int = 1_000_000) -> Pairs:
     """Candidate pairs of two BoxSets with their 3D IoU, 2D IoU and centre distance.
 
-    Images are processed in chunks of about ``chunk_products`` GT x prediction candidates (so memory stays bounded),
-    each chunk through ``ov3d_core.geometry``'s broad phase (``candidate_pairs``: bounding spheres or 2D boxes overlap)
-    and exact kernels (``paired_iou_3d`` with Omni3D's validity rule on predictions, ``paired_iou_2d``).
+    Work is cut into units of at most ``chunk_products`` GT x prediction candidates and ``chunk_boxes`` boxes (whole
+    images grouped, or blocks of one dense image; ``_tasks``), each through ``ov3d_core.geometry``'s broad phase
+    (``candidate_pairs``: bounding spheres or 2D boxes overlap), and its pairs through the exact kernels
+    (``paired_iou_3d`` with Omni3D's validity rule on predictions, ``paired_iou_2d``) ``chunk_pairs`` at a time, so
+    the working memory is bounded whatever one image holds; only the result grows with the number of pairs (40 bytes
+    each).
 
     Args:
         gt: GT ``BoxSet`` (side a: never validity-checked).
         pred: prediction ``BoxSet`` (side b).
-        progress: optional ``callable(done_images, total_images)``, called after each chunk.
-        chunk_products: work budget per chunk.
+        progress: optional ``callable(done_images, total_images)`` called after each unit; ``done_images`` is a float
+            that moves inside an image split into blocks.
+        chunk_products, chunk_boxes, chunk_pairs: work budgets per unit.
     """
     from ov3d_core.geometry.iou2d import paired_iou_2d
     from ov3d_core.geometry.iou3d import candidate_pairs, paired_iou_3d
@@ -138,73 +192,87 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 4_000_000) -
     p_order = np.argsort(pi, kind="stable")
     g_cnt = np.bincount(gi, minlength=n_img)
     p_cnt = np.bincount(pi, minlength=n_img)
-    g_ptr = np.concatenate([[0], np.cumsum(g_cnt)])
-    p_ptr = np.concatenate([[0], np.cumsum(p_cnt)])
-    work = np.cumsum(g_cnt * p_cnt + g_cnt + p_cnt)
-    # chunk ends: image indices where the cumulated work crosses multiples of the budget
-    ends = np.unique(np.concatenate([np.searchsorted(work, np.arange(chunk_products, work[-1], chunk_products),
-                                                     side="right"), [n_img]]))
-    ends = ends[ends > 0]
-    parts = []
-    start = 0
-    for end in ends:
-        grows = g_order[g_ptr[start]:g_ptr[end]]
-        prows = p_order[p_ptr[start]:p_ptr[end]]
+    parts: list[tuple] = []
+    for g0, g1, p0, p1, done in _tasks(g_cnt, p_cnt, max(1, int(chunk_products)), max(2, int(chunk_boxes))):
+        grows, prows = g_order[g0:g1], p_order[p0:p1]
         if len(grows) and len(prows):
             gc, pc = gt.corners[grows], pred.corners[prows]
             gb, pb = gt.box2d[grows], pred.box2d[prows]
             ia, ib = candidate_pairs(gi[grows], pi[prows], gc, pc, gb, pb)
-            if len(ia):
-                iou3 = paired_iou_3d(gc, pc, ia, ib, check_valid=True)
-                iou2 = paired_iou_2d(gb, pb, ia, ib)
-                dist = np.linalg.norm(gt.center[grows[ia]] - pred.center[prows[ib]], axis=1)
-                parts.append((grows[ia], prows[ib], iou3, iou2, dist))
-        start = end
+            for s in range(0, len(ia), max(1, int(chunk_pairs))):
+                a, b = ia[s:s + chunk_pairs], ib[s:s + chunk_pairs]
+                ga, pb_rows = grows[a], prows[b]
+                parts.append((ga, pb_rows, paired_iou_3d(gc, pc, a, b, check_valid=True), paired_iou_2d(gb, pb, a, b),
+                              np.linalg.norm(gt.center[ga] - pred.center[pb_rows], axis=1)))
+            del ia, ib
         if progress is not None:
-            progress(int(end), int(n_img))
+            progress(done, int(n_img))
     if not parts:
         return Pairs.empty(n_gt, n_pred)
-    cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
-    order = np.argsort(cols[0] * n_pred + cols[1], kind="stable")
-    return Pairs(*(c[order] for c in cols), n_gt=n_gt, n_pred=n_pred)
+    return Pairs(*_sorted_columns(parts, n_pred), n_gt=n_gt, n_pred=n_pred)
+
+
+def _sorted_columns(parts: list[tuple], n_pred: int) -> list[np.ndarray]:
+    """The parts' five columns concatenated and sorted by (gt, pred), one column at a time (so the peak is the table
+    plus one column, not two or three copies of it). Whether a sort is needed at all (GT sorted by image, a dense
+    image split by GT rows) is checked part by part, without a key over the whole table."""
+    n = max(n_pred, 1)
+    in_order, last = True, -1
+    for p in parts:
+        if len(p[0]):
+            key = p[0] * n + p[1]
+            if key[0] <= last or (len(key) > 1 and not bool(np.all(key[1:] > key[:-1]))):
+                in_order = False
+                break
+            last = int(key[-1])
+    cols: list[np.ndarray] = []
+    for i in range(5):
+        cols.append(np.concatenate([p[i] for p in parts]))
+        for k, p in enumerate(parts):  # let each part's column go as soon as it is copied
+            parts[k] = p[:i] + (None,) + p[i + 1:]
+    parts.clear()
+    if in_order:
+        return cols
+    order = np.argsort(cols[0] * n + cols[1], kind="stable")
+    for i in range(5):
+        cols[i] = cols[i][order]
+    return cols
 
 
 # ---------------------------------------------------------------------------------------------------------- cache
-def _update(h, a) -> None:
-    a = np.asarray(a)
-    if a.dtype == object:
-        h.update(repr(a.tolist()).encode())
-        return
-    a = np.ascontiguousarray(a)
-    h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(memoryview(a).cast("B"))
-
-
 def geometry_key(gt, pred) -> str:
-    """sha1 of what defines the pair geometry: image ids, corners, 2D boxes and centres of both sides, plus
+    """xxh3-128 of what defines the pair geometry: image ids, corners, 2D boxes and centres of both sides, plus
     GEOMETRY_VERSION. Any change of these gives a new key (and a new cache file)."""
-    h = hashlib.sha1(GEOMETRY_VERSION.encode())
+    h = xxhash.xxh3_128(GEOMETRY_VERSION.encode())
     for side, boxes in (("gt", gt), ("pred", pred)):
         h.update(side.encode())
         for name in ("image_id", "corners", "box2d", "center"):
             h.update(name.encode())
-            _update(h, getattr(boxes, name))
+            a = np.asarray(getattr(boxes, name))
+            if a.dtype == object:  # (not from the loaders, which give int64 ids) hash the values, not pointers
+                h.update(repr(a.tolist()).encode())
+            else:
+                npzstore.update_digest(h, a)
     return h.hexdigest()
 
 
 class PairCache:
-    """Pairs on disk under ``root`` as ``<geometry_key>.npz`` (compressed), plus a small in-memory memo.
+    """Pairs on disk under ``root`` as ``<geometry_key>.npz`` (``ov3d_core.io.npzstore``: uncompressed, checksummed,
+    pickle-free), plus a small in-memory memo.
 
-    Files are written atomically (temporary file + ``os.replace``), never modified in place, and a file that cannot be
-    read or fails the checks is recomputed and replaced: the cache never raises because of its own files.
+    Each file records the geometry key of the boxes it was computed from, the sizes of both sides and a digest of
+    every column; all are verified on load (a file with the right metadata but other or fewer pairs is refused),
+    then ``Pairs.check``. Anything that fails is recomputed and replaced: the cache never raises because of its own
+    files. With ``mmap`` (default) loaded columns are read-only memory maps of the file: no private copy.
 
     Attributes:
         hits, misses: counters of disk/memory hits and recomputations (for tests and benchmarks).
     """
 
-    def __init__(self, root, *, memory_items: int = 4):
+    def __init__(self, root, *, memory_items: int = 4, mmap: bool = True):
         self.root = Path(root)
         self.memory_items = int(memory_items)
+        self.mmap = bool(mmap)
         self._memo: OrderedDict[str, Pairs] = OrderedDict()
         self._lock = threading.RLock()
         self.hits = 0
@@ -226,7 +294,7 @@ class PairCache:
                 self.hits += 1
                 return self._memo[key]
         path = self.root / f"{key}.npz"
-        pairs = self._load(path, len(gt), len(pred))
+        pairs = self._load(path, key, len(gt), len(pred))
         if pairs is not None:
             with self._lock:
                 self.hits += 1
@@ -234,7 +302,7 @@ class PairCache:
             pairs = compute_pairs(gt, pred, progress=progress)
             with self._lock:
                 self.misses += 1
-            self._store(path, pairs, key_parts)
+            self._store(path, pairs, key_parts, key)
         with self._lock:
             self._memo[key] = pairs
             while len(self._memo) > self.memory_items:
@@ -245,34 +313,27 @@ class PairCache:
         with self._lock:
             self._memo.clear()
 
-    def _load(self, path: Path, n_gt: int, n_pred: int) -> Pairs | None:
+    def _load(self, path: Path, key: str, n_gt: int, n_pred: int) -> Pairs | None:
         if not path.exists():
             return None
         try:
-            with np.load(path, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
-                if meta.get("version") != GEOMETRY_VERSION or meta.get("n_gt") != n_gt or meta.get("n_pred") != n_pred:
-                    raise ValueError(f"metadata mismatch: {meta}")
-                pairs = Pairs(*(z[f] for f in _FIELDS), n_gt=n_gt, n_pred=n_pred)
+            arrays, meta = npzstore.read(path, mmap=self.mmap)
+            expect = {"version": GEOMETRY_VERSION, "geometry_key": key, "n_gt": n_gt, "n_pred": n_pred}
+            if {k: meta.get(k) for k in expect} != expect or set(arrays) != set(_FIELDS):
+                raise ValueError(f"metadata mismatch: {meta}")
+            pairs = Pairs(*(arrays[f] for f in _FIELDS), n_gt=n_gt, n_pred=n_pred)
+            if meta.get("n_pairs") != len(pairs):
+                raise ValueError(f"{len(pairs)} pairs, recorded {meta.get('n_pairs')}")
             pairs.check()
             return pairs
         except Exception as exc:  # noqa: BLE001 - any unreadable file is recomputed, never raised
             log.warning("pair cache file %s is unreadable (%s: %s); recomputing", path, type(exc).__name__, exc)
             return None
 
-    def _store(self, path: Path, pairs: Pairs, key_parts) -> None:
-        meta = {"version": GEOMETRY_VERSION, "n_gt": pairs.n_gt, "n_pred": pairs.n_pred,
-                "key_parts": [str(k) for k in (key_parts or ())]}
-        tmp = None
+    def _store(self, path: Path, pairs: Pairs, key_parts, key: str) -> None:
+        meta = {"version": GEOMETRY_VERSION, "geometry_key": key, "n_gt": pairs.n_gt, "n_pred": pairs.n_pred,
+                "n_pairs": len(pairs), "key_parts": [str(k) for k in (key_parts or ())]}
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".npz")
-            with os.fdopen(fd, "wb") as fh:
-                np.savez_compressed(fh, meta=np.array(json.dumps(meta)), **{f: getattr(pairs, f) for f in _FIELDS})
-            os.replace(tmp, path)
-            tmp = None
+            npzstore.write(path, {f: getattr(pairs, f) for f in _FIELDS}, meta)
         except OSError as exc:
             log.warning("could not write pair cache file %s (%s); continuing without it", path, exc)
-        finally:
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
