@@ -1,10 +1,9 @@
 """Template and threshold sweeps over cached crop embeddings: many (dataset, run, encoder, template, theta, protocol)
 jobs scored in this process or as Ray tasks, gathered into one table that is the same either way.
 
-Each row is computed exactly as the remap CLI and the prompt lab compute one: the run's cached crop embeddings
-(``ov3d embed`` first) re-scored by a :class:`~ov3d_core.remap.pipeline.LiveRemapper` under the template and theta,
-then ``Benchmark.score(run, dataset, protocol=..., view=...)``. Jobs are grouped by (dataset, run, encoder): a group
-loads the benchmark, the embeddings and the encoder's text side once, and is one Ray task.
+Each row is ``Analysis.summary`` of the job's ``View`` (a ``RemapSpec`` over the run's cached crop embeddings;
+``ov3d embed`` first), exactly what the remap CLI, the prompt lab and ``report`` show. Jobs are grouped by (dataset,
+run, encoder): a group loads the benchmark, the embeddings and the encoder's text side once, and is one Ray task.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from itertools import product
-from pathlib import Path
 from typing import Iterable, Sequence
 
 from ov3d_core.errors import InputError
@@ -73,45 +71,44 @@ def check_jobs(jobs: Sequence[SweepJob], templates=None) -> None:
 
 def score_group(config_path: str, jobs: Sequence[SweepJob], *, cache_dir: str | None = None,
                 templates_file: str | None = None, pad: float = 0.0, min_size: float = 8) -> list[dict]:
-    """Rows of jobs that share (dataset, run, encoder), in order. Needs the run's embeddings in the cache."""
+    """Rows of jobs that share (dataset, run, encoder), in order: each is ``Analysis.summary`` of the job's
+    ``View`` (the number the prompt lab and ``report`` show). Needs the run's embeddings in the cache."""
+    from ov3d_core.analysis import Analysis, RemapSpec, View
     from ov3d_core.benchmark import Benchmark
-    from ov3d_core.remap.cache import EmbeddingStore, TextEmbeddingCache
-    from ov3d_core.remap.encoders import make_encoder
-    from ov3d_core.remap.pipeline import LiveRemapper, crop_source
-    from ov3d_core.remap.remap import to_label_view
-    from ov3d_core.remap.templates import load_templates
+    from ov3d_core.remap.cache import EmbeddingStore
+    from ov3d_core.remap.pipeline import crop_source
 
     first = jobs[0]
-    bench = Benchmark.from_yaml(config_path)
+    a = Analysis(Benchmark.from_yaml(config_path), embedding_dir=cache_dir)
+    bench = a.benchmark
     ds, run = bench.dataset(first.dataset), bench.run(first.run, first.dataset)
     spec = bench.run_spec(first.run, first.dataset)
-    store = EmbeddingStore(cache_dir if cache_dir is not None else Path(bench.config.cache_dir) / "embeddings")
-    encoder = make_encoder(first.encoder)
+    store = EmbeddingStore(a.embedding_dir)
+    encoder = a.encoder(first.encoder)
     src = crop_source(ds, run, encoder, crops_json=spec.crops, pad=pad, min_size=min_size)
-    emb = store.load(ds.name, run.name, encoder.cache_key, src.inputs_hash)
-    if emb is None:
+    if store.load(ds.name, run.name, encoder.cache_key, src.inputs_hash) is None:
         raise InputError(str(store.root), f"{first.dataset} / {first.run}", "embeddings",
                          f"in the cache: run `ov3d embed --benchmark {config_path} --dataset {first.dataset} --run "
                          f"{first.run} --encoder {first.encoder}` first (with the same --pad/--min-size)",
                          "no complete entry for this encoder and these crops")
-    classes = tuple(ds.vocabulary)
-    live = LiveRemapper(emb, run.pred.record, run.pred.score, encoder, classes,
-                        text_cache=TextEmbeddingCache(store.root),
-                        templates=load_templates(templates_file) if templates_file else None)
     rows = []
     for job in jobs:
-        res = live.result(job.template, job.theta, job.score_mode)
-        view = to_label_view(res, ds.vocabulary, class_names=classes)
-        summary = bench.score(job.run, job.dataset, protocol=job.protocol, view=view).summary
-        rows.append({**asdict(job), **{k: float(v) for k, v in summary.items()},
-                     "n_kept": int(res.keep.sum()), "n_pred": len(res)})
+        view = View(dataset=job.dataset, run=job.run, protocol=job.protocol,
+                    remap=RemapSpec(encoder=job.encoder, template=job.template, theta=job.theta,
+                                    score_mode=job.score_mode, templates_file=templates_file, pad=pad,
+                                    min_size=min_size))
+        res = a.remap_result(view)
+        rows.append({**asdict(job), **{k: float(v) for k, v in a.summary(view).items()},
+                     "n_kept": int(res.keep.sum()), "n_evaluated": int(a.label_view(view).evaluated.sum()),
+                     "n_pred": len(res)})
     return rows
 
 
 def sweep(config_path, jobs, engine: str = "local", *, cache_dir=None, templates_file=None, pad: float = 0.0,
           min_size: float = 8, address: str | None = None):
     """Score every job and return one ``pandas.DataFrame``, a row per job in the given order: the job's fields, the
-    summary numbers (AP3D, AP3D@15, ..., recall3D@15) and ``n_kept`` / ``n_pred`` (boxes kept by remapping, of all).
+    summary numbers (AP3D, AP3D@15, ..., recall3D@15), ``n_kept`` / ``n_pred`` (boxes kept by remapping, of all) and
+    ``n_evaluated`` (kept boxes still scored after the protocol filter).
 
     ``engine="ray"`` runs each (dataset, run, encoder) group as a Ray task (on the instance this process already
     has, else on ``address`` or a local one, as ``ov3d embed --engine ray``); the table is the same as

@@ -245,7 +245,10 @@ def test_local_sweep_rows_are_the_single_run_numbers(demo, swept):
         src = crop_source(ds, run, enc, crops_json=b.run_spec(j.run, j.dataset).crops)
         live = LiveRemapper(EmbeddingStore(cache).load(ds.name, run.name, enc.cache_key, src.inputs_hash),
                             run.pred.record, run.pred.score, enc, ds.vocabulary)
-        want = b.evaluate(j.dataset, j.run, live.label_view(j.template, j.theta), protocol=j.protocol)
+        from ov3d_core.eval.scoring import apply_protocol, score_view
+
+        lv = apply_protocol(live.label_view(j.template, j.theta), ds, run, j.protocol)
+        want = score_view(ds, run, b.pairs(j.run, j.dataset), lv).summary
         for k, v in want.items():
             assert table.loc[i, k] == pytest.approx(v, nan_ok=True, rel=0, abs=0)
         assert table.loc[i, "n_kept"] == int(live.result(j.template, j.theta).keep.sum())
@@ -268,3 +271,18 @@ def test_sweep_input_errors(demo, tmp_path):
                        (("demo_indoor", "wild_like", "proxy", "no such template", 0.3, "dataset-level"), "template")):
         with pytest.raises(InputError, match=field):
             sweep(cfg, [bad], cache_dir=tmp_path)
+
+
+def test_report_on_ray_writes_the_in_process_prompt_tables(ray_instance, demo_copy, tmp_path):
+    """``ov3d report --engine ray``: embeddings and the template sweep on Ray, the same tables as in-process."""
+    from ov3d_core.cli import main
+
+    cfg = demo_copy / "benchmark.yaml"
+    common = ["report", "--config", str(cfg), "--encoder", "proxy", "--splits", "20", "--remap-runs", "cubercnn_star"]
+    assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    for name in ("prompt_templates", "prompt_sensitivity", "three_axis"):
+        a = pd.read_csv(tmp_path / "ray" / "csv" / f"{name}.csv")
+        b = pd.read_csv(tmp_path / "local" / "csv" / f"{name}.csv")
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert len(pd.read_csv(tmp_path / "ray" / "csv" / "prompt_templates.csv")) == 15 * 3
