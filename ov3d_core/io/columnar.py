@@ -1,0 +1,624 @@
+"""Field columns of an array of records (JSON objects, or dicts from a ``.pth``), with one set of rules for both ways
+of reading them.
+
+* ``DictColumns``: records already parsed into Python dicts (small JSON files parsed by msgspec, ``.pth`` files).
+* ``ScannedColumns``: records read by the numba kernel of ``ov3d_core.io.jsonscan`` straight into arrays (JSON
+  record sections of at least ``SCAN_MIN_BYTES``; set ``OV3D_JSON_READER=dicts`` or ``scan`` to force one way).
+  What the kernel marks ``EXACT`` is re-read record by record with Python's ``json`` and judged by the same rules.
+
+Both answer ``column``, ``optional``, ``has``, ``strings`` and ``names`` identically, and raise identical
+``InputError``s: per field, the first record where it is missing (if required), then the first where it is null,
+then the first whose value breaks the rules (``ov3d_core.io._validate``), each named by ``label(i, record)``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ov3d_core.errors import InputError
+from ov3d_core.io import jsonscan as K
+from ov3d_core.io._validate import (
+    DTYPES, MISSING, check_file, convert_many, convert_value, describe, first_true, os_error, read_bytes,
+)
+from ov3d_core.io.jsontext import loads_stdlib, parse_json, stdlib_error, too_deep
+
+#: Record sections at least this large are read by the kernel (below it, msgspec into dicts is as fast).
+SCAN_MIN_BYTES = 48 << 20
+#: Files up to this size that the kernel finds malformed are re-parsed whole by ``json`` for its exact message.
+_REPARSE_MAX_BYTES = 256 << 20
+_BLOCK_BYTES = 32 << 20
+_BLOCK_RECORDS = 1 << 16
+
+_ABSENT, _OK, _NULL, _EXACT = K.ABSENT, K.OK, K.NULL, K.EXACT
+_KIND_CODES = {"float": K.K_FLOAT, "int": K.K_INT, "bool": K.K_BOOL, "str": K.K_STR}
+
+Label = Callable[[int, object], str]
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field read from every record: its JSON key, value kind ("float", "int", "bool", "str") and shape."""
+
+    name: str
+    kind: str = "float"
+    shape: tuple[int, ...] = ()
+
+
+def reader_choice(size: int) -> str:
+    """ "scan" or "dicts" for a record section of ``size`` bytes (``OV3D_JSON_READER`` overrides)."""
+    forced = os.environ.get("OV3D_JSON_READER", "auto")
+    if forced in ("scan", "dicts"):
+        return forced
+    return "scan" if size >= SCAN_MIN_BYTES else "dicts"
+
+
+# ======================================================================================================= columns
+
+class Columns:
+    """Shared rules; subclasses provide ``record(i)`` and ``_entries(field)``."""
+
+    def __init__(self, file: str | None, n: int, label: Label, what: str, fields: Sequence[Field] | None):
+        self.file = file
+        self.n = n
+        self._label = label
+        self.what = what
+        self.fields = None if fields is None else {f.name: f for f in fields}
+
+    def __len__(self) -> int:
+        return self.n
+
+    # -- to override
+    def record(self, i: int):
+        """The Python value of record i (a dict for an object)."""
+        raise NotImplementedError
+
+    def require_objects(self) -> None:
+        """``InputError`` at the first record that is not an object."""
+        raise NotImplementedError
+
+    def _entries(self, field: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, list]:
+        """(status per record, values valid where OK or None, indices of present values to convert, those values)."""
+        raise NotImplementedError
+
+    def _name_table(self) -> list[str]:
+        return []
+
+    # -- shared
+    def label(self, i: int) -> str:
+        return self._label(i, self.record(i))
+
+    def error(self, i: int, field: str | None, expected: str, got=MISSING) -> InputError:
+        return InputError(self.file, self.label(i), field, expected, got=None if got is MISSING else got)
+
+    def _declared(self, field: str, kind: str, shape: tuple[int, ...]) -> None:
+        if self.fields is not None:
+            f = self.fields.get(field)
+            if f is None or f.kind != kind or tuple(f.shape) != tuple(shape):
+                raise KeyError(f"field {field!r} ({kind}, {shape}) is not declared as read ({f})")
+
+    def _required(self, st: np.ndarray, field: str, desc: str) -> None:
+        i = first_true(st == _ABSENT)
+        if i is not None:
+            raise self.error(i, field, f"present ({desc})")
+        i = first_true(st == _NULL)
+        if i is not None:
+            raise self.error(i, field, f"{desc}, got null")
+
+    def _converted(self, field, kind, shape, xi, xv) -> np.ndarray:
+        arr, bad = convert_many(xv, kind, shape)
+        if bad is not None:
+            raise self.error(int(xi[bad]), field, describe(kind, shape), got=xv[bad])
+        return arr
+
+    def _assemble(self, st, vals, xi, arr, kind, shape, fill) -> np.ndarray:
+        if vals is None:
+            if len(xi) == self.n:
+                return arr
+            out = np.empty((self.n, *shape), DTYPES[kind])
+        else:
+            out = vals
+        if len(xi):
+            out[xi] = arr
+        hole = (st == _ABSENT) | (st == _NULL)
+        if hole.any():
+            out[hole] = fill
+        return out
+
+    def column(self, field: str, shape: tuple[int, ...] = (), kind: str = "float", default=MISSING) -> np.ndarray:
+        """``(n, *shape)`` array of the field (float64, int64 or bool by ``kind``); missing or null values become
+        ``default`` if one is given, else raise."""
+        self._declared(field, kind, shape)
+        st, vals, xi, xv = self._entries(field)
+        if default is MISSING:
+            self._required(st, field, describe(kind, shape))
+            fill = None
+        else:
+            fill = convert_value(default, kind, shape)
+        arr = self._converted(field, kind, shape, xi, xv)
+        return self._assemble(st, vals, xi, arr, kind, shape, fill)
+
+    def optional(self, field: str, shape: tuple[int, ...] = (), kind: str = "float",
+                 fill=np.nan) -> tuple[np.ndarray, np.ndarray]:
+        """Field present on some records: ``(values, with `fill` where absent or null; present mask)``."""
+        self._declared(field, kind, shape)
+        st, vals, xi, xv = self._entries(field)
+        arr = self._converted(field, kind, shape, xi, xv)
+        out = self._assemble(st, vals, xi, arr, kind, shape, fill)
+        return out, (st == _OK) | (st == _EXACT)
+
+    def has(self, field: str) -> np.ndarray:
+        """Mask of records where ``field`` is present and not null."""
+        st, _, _, _ = self._entries(field)
+        return (st == _OK) | (st == _EXACT)
+
+    def strings(self, field: str, default=MISSING) -> np.ndarray:
+        """Object array of a string field; missing or null values become ``default`` if given, else raise."""
+        self._declared(field, "str", ())
+        st, vals, xi, xv = self._entries(field)
+        if default is MISSING:
+            self._required(st, field, "a string")
+        bad = next((j for j, v in enumerate(xv) if type(v) is not str), None)
+        if bad is not None:
+            raise self.error(int(xi[bad]), field, "a string", got=xv[bad])
+        out = np.empty(self.n, object)
+        if vals is not None:
+            ok = np.flatnonzero(st == _OK)
+            out[ok] = np.array(self._name_table() + [None], object)[vals[ok]]
+        if len(xi):
+            out[xi] = xv
+        hole = (st == _ABSENT) | (st == _NULL)
+        if hole.any():
+            out[hole] = default
+        return out
+
+    def names(self, field: str) -> tuple[np.ndarray, list[str]]:
+        """A field of non-empty strings present on some records, as ``(codes, names)``: ``names[codes[i]]`` is
+        record i's value, ``codes[i] == -1`` where absent or null. Other values raise."""
+        self._declared(field, "str", ())
+        st, vals, xi, xv = self._entries(field)
+        names = list(self._name_table())
+        codes = np.full(self.n, -1, np.int64)
+        bad_rows = []
+        if vals is not None:
+            ok = np.flatnonzero(st == _OK)
+            codes[ok] = vals[ok]
+            empty = [k for k, nm in enumerate(names) if not nm]
+            if empty and len(ok):
+                hit = ok[np.isin(vals[ok], empty)]
+                if len(hit):
+                    bad_rows.append((int(hit[0]), ""))
+        index: dict[str, int] = {}
+        for j, v in enumerate(xv):
+            if type(v) is not str or not v:
+                bad_rows.append((int(xi[j]), v))
+                break
+            c = index.get(v)
+            if c is None:
+                c = index[v] = len(names)
+                names.append(v)
+            codes[xi[j]] = c
+        if bad_rows:
+            i, v = min(bad_rows, key=lambda t: t[0])
+            raise self.error(i, field, "a non-empty string", got=v)
+        return codes, names
+
+
+class DictColumns(Columns):
+    """Records already parsed into Python values."""
+
+    def __init__(self, file: str | None, records: Sequence, label: Label, what: str = "an object",
+                 fields: Sequence[Field] | None = None):
+        super().__init__(file, len(records), label, what, fields)
+        self.records = records
+
+    def record(self, i: int):
+        return self.records[i]
+
+    def require_objects(self) -> None:
+        bad = next((i for i, r in enumerate(self.records) if not isinstance(r, dict)), None)
+        if bad is not None:
+            raise self.error(bad, None, self.what, got=type(self.records[bad]).__name__)
+
+    def _entries(self, field):
+        vals = [r.get(field, MISSING) for r in self.records]
+        st = np.fromiter((_ABSENT if v is MISSING else _NULL if v is None else _EXACT for v in vals), np.uint8,
+                         len(vals))
+        if (st == _EXACT).all():
+            return st, None, np.arange(len(vals)), vals
+        xi = np.flatnonzero(st == _EXACT)
+        return st, None, xi, [vals[i] for i in xi]
+
+
+class ScannedColumns(Columns):
+    """Records read by the kernel: arrays per field, statuses, and each record's byte span for exact re-reads."""
+
+    def __init__(self, file: str, scan: dict, label: Label, what: str, fields: Sequence[Field],
+                 read_span: Callable[[int, int], bytes]):
+        super().__init__(file, len(scan["rec_kind"]), label, what, fields)
+        self._scan = scan
+        self._read_span = read_span
+        self._cache: OrderedDict[int, object] = OrderedDict()
+        self._names: list[str] | None = None
+        self._exact_records = np.flatnonzero(scan["rec_kind"] == K.REC_EXACT)
+
+    def record(self, i: int):
+        rec = self._cache.get(i, MISSING)
+        if rec is MISSING:
+            start, end = self._scan["rec"][i]
+            rec = loads_stdlib(self.file, self._read_span(int(start), int(end)))
+            self._cache[i] = rec
+            if len(self._cache) > 4096:
+                self._cache.popitem(last=False)
+        return rec
+
+    def require_objects(self) -> None:
+        i = first_true(self._scan["rec_kind"] == K.REC_OTHER)
+        if i is not None:
+            raise self.error(i, None, self.what, got=type(self.record(i)).__name__)
+
+    def _entries(self, field):
+        st = self._scan["status"][field].copy()
+        if len(self._exact_records):
+            st[self._exact_records] = _EXACT
+        xi = np.flatnonzero(st == _EXACT)
+        xv = []
+        keep = []
+        for i in xi.tolist():
+            rec = self.record(i)
+            v = rec.get(field, MISSING) if isinstance(rec, dict) else MISSING
+            if v is MISSING:
+                st[i] = _ABSENT
+            elif v is None:
+                st[i] = _NULL
+            else:
+                keep.append(i)
+                xv.append(v)
+        return st, self._scan["values"][field], np.array(keep, np.int64), xv
+
+    def _name_table(self) -> list[str]:
+        if self._names is None:
+            self._names = [loads_stdlib(self.file, b'"' + raw + b'"') for raw in self._scan["names"]]
+        return self._names
+
+
+# ======================================================================================================= scanning
+
+class _Spec:
+    """The declared fields as the kernel's arrays."""
+
+    def __init__(self, fields: Sequence[Field]):
+        self.fields = list(fields)
+        nf = len(self.fields)
+        self.kinds = np.zeros(nf, np.int64)
+        self.slots = np.zeros(nf, np.int64)
+        self.rows = np.zeros(nf, np.int64)
+        self.cols = np.zeros(nf, np.int64)
+        width = {k: 0 for k in _KIND_CODES}
+        keys = b""
+        self.key_off = np.zeros(nf + 1, np.int64)
+        self.key_hash = np.full(256, -1, np.int64)
+        for i, f in enumerate(self.fields):
+            if f.kind not in _KIND_CODES or len(f.shape) > 2 or (f.shape and f.kind != "float"):
+                raise ValueError(f"unsupported field {f}")
+            self.kinds[i] = _KIND_CODES[f.kind]
+            self.slots[i] = width[f.kind]
+            if len(f.shape) == 2:
+                self.rows[i], self.cols[i] = f.shape
+            elif len(f.shape) == 1:
+                self.cols[i] = f.shape[0]
+            width[f.kind] += int(np.prod(f.shape)) if f.shape else 1
+            key = f.name.encode()
+            if not key or not key.isascii() or b"\\" in key or b'"' in key:
+                raise ValueError(f"unsupported key {f.name!r}")
+            keys += key
+            self.key_off[i + 1] = len(keys)
+            n = len(key)
+            h = (n * 131 + key[0] * 7 + key[-1] * 3 + key[n // 2]) & 255
+            while self.key_hash[h] >= 0:
+                h = (h + 1) & 255
+            self.key_hash[h] = i
+        self.keys = np.frombuffer(keys, np.uint8).copy()
+        self.width = width
+
+
+class _Scanner:
+    """Runs the kernel over one record array, block by block, and gathers its output per field."""
+
+    def __init__(self, file: str, fields: Sequence[Field], cap: int = _BLOCK_RECORDS):
+        self.file = file
+        self.spec = sp = _Spec(fields)
+        self.cap = cap
+        self.out_f = np.zeros((cap, max(sp.width["float"], 1)), np.float64)
+        self.out_i = np.zeros((cap, max(sp.width["int"], 1)), np.int64)
+        self.out_b = np.zeros((cap, max(sp.width["bool"], 1)), np.uint8)
+        self.out_s = np.full((cap, max(sp.width["str"], 1)), -1, np.int32)
+        self.status = np.zeros((cap, len(sp.fields)), np.uint8)
+        self.rec = np.zeros((cap, 2), np.int64)
+        self.rec_kind = np.zeros(cap, np.uint8)
+        self.tab = np.full(1 << 13, -1, np.int32)
+        self.names = np.zeros(1 << 20, np.uint8)
+        self.name_off = np.zeros((1 << 12) + 1, np.int64)
+        self.stack = np.zeros(K.MAX_DEPTH + 2, np.uint8)
+        self.state = np.zeros(8, np.int64)
+        self.state[5] = sys.get_int_max_str_digits()
+        self.pieces: dict[str, list] = {f.name: [] for f in sp.fields}
+        self.st_pieces: dict[str, list] = {f.name: [] for f in sp.fields}
+        self.rec_pieces: list = []
+        self.kind_pieces: list = []
+
+    def call(self, buf, end, eof, pos, expect):
+        sp = self.spec
+        return K.scan_array(buf, end, eof, pos, expect, sp.keys, sp.key_off, sp.key_hash, sp.kinds, sp.slots,
+                            sp.rows, sp.cols, self.out_f, self.out_i, self.out_b, self.out_s, self.status, self.rec,
+                            self.rec_kind, self.tab, self.names, self.name_off, self.stack, self.state, K.POW10,
+                            K.POW5, K.LITERALS)
+
+    def keep(self, n: int, base: int) -> None:
+        """Copy the first n rows of the kernel's output (record spans shifted by ``base``)."""
+        if not n:
+            return
+        sp = self.spec
+        for j, f in enumerate(sp.fields):
+            s = int(sp.slots[j])
+            if f.kind == "float":
+                size = int(np.prod(f.shape)) if f.shape else 1
+                piece = self.out_f[:n, s:s + size].reshape(n, *f.shape).copy()
+            elif f.kind == "int":
+                piece = self.out_i[:n, s].copy()
+            elif f.kind == "bool":
+                piece = self.out_b[:n, s].astype(bool)
+            else:
+                piece = self.out_s[:n, s].astype(np.int64)
+            self.pieces[f.name].append(piece)
+            self.st_pieces[f.name].append(self.status[:n, j].copy())
+        self.rec_pieces.append(self.rec[:n] + base)
+        self.kind_pieces.append(self.rec_kind[:n].copy())
+
+    def result(self) -> dict:
+        values, status = {}, {}
+        for f in self.spec.fields:
+            parts = self.pieces.pop(f.name)
+            values[f.name] = (np.concatenate(parts) if len(parts) != 1 else parts[0]) if parts else \
+                np.zeros((0, *f.shape), DTYPES.get(f.kind, np.int64))
+            del parts
+            st = self.st_pieces.pop(f.name)
+            status[f.name] = np.concatenate(st) if st else np.zeros(0, np.uint8)
+        rec = np.concatenate(self.rec_pieces) if self.rec_pieces else np.zeros((0, 2), np.int64)
+        kinds = np.concatenate(self.kind_pieces) if self.kind_pieces else np.zeros(0, np.uint8)
+        count = int(self.state[4])
+        names = [self.names[self.name_off[k]:self.name_off[k + 1]].tobytes() for k in range(count)]
+        return {"values": values, "status": status, "rec": rec, "rec_kind": kinds, "names": names}
+
+    @property
+    def flags(self) -> int:
+        return int(self.state[3])
+
+
+def _scan_failure(file: str, code: int, offset: int, size: int, data_of: Callable[[], bytes]):
+    """The ``InputError`` for a kernel SYNTAX / TOO_DEEP result at byte ``offset``.
+
+    Small files are re-parsed by ``json`` for its own message (and if it accepts them, the caller reads them that
+    way: returns the parsed document)."""
+    if code == K.TOO_DEEP:
+        raise too_deep(file)
+    if size <= _REPARSE_MAX_BYTES:
+        return parse_json(file, data_of())
+    line, col = _line_col(file, offset)
+    raise InputError(file, f"line {line} column {col}", None, "valid JSON")
+
+
+def _line_col(file: str, offset: int) -> tuple[int, int]:
+    line, last_nl, pos = 1, -1, 0
+    with open(file, "rb") as f:
+        while pos < offset:
+            chunk = f.read(min(1 << 24, offset - pos))
+            if not chunk:
+                break
+            k = chunk.count(b"\n")
+            if k:
+                line += k
+                last_nl = pos + chunk.rindex(b"\n")
+            pos += len(chunk)
+    return line, offset - last_nl
+
+
+def _check_utf8(file: str, chunks) -> None:
+    dec = codecs.getincrementaldecoder("utf-8")()
+    pos = 0
+    for chunk in chunks:
+        try:
+            dec.decode(chunk)
+        except UnicodeDecodeError as e:
+            raise InputError(file, f"byte {pos + e.start}", None, "UTF-8 encoded JSON text") from None
+        pos += len(chunk)
+    try:
+        dec.decode(b"", final=True)
+    except UnicodeDecodeError as e:
+        raise InputError(file, f"byte {pos + e.start}", None, "UTF-8 encoded JSON text") from None
+
+
+def _check_flags(file: str, flags: int, chunks: Callable) -> None:
+    if flags & 4:
+        raise stdlib_error(file, ValueError("an integer literal has more digits than Python converts"))
+    if flags & 2:
+        _check_utf8(file, chunks())
+
+
+def _file_chunks(path: Path):
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            yield chunk
+
+
+def _scan_memory(file: str, data: bytes, buf: np.ndarray, start: int, end: int, fields) -> tuple[int, dict]:
+    """Scan the array whose '[' is at ``buf[start]`` and which ends at ``end``; returns (code, result)."""
+    sc = _Scanner(file, fields)
+    pos, expect = start + 1, K.EXPECT_FIRST
+    while True:
+        code, p, expect, n = sc.call(buf, end, True, pos, expect)
+        sc.keep(n, 0)
+        if code == K.FULL:
+            pos = p
+            continue
+        if code != K.DONE:
+            return code, {"offset": int(sc.state[1])}
+        return code, {**sc.result(), "end": p, "flags": sc.flags}
+
+
+def read_json_list(path, fields: Sequence[Field], label: Label, what: str, not_list: str) -> Columns:
+    """A file holding one JSON array of records, as columns (``not_list``: what to say if it holds something else).
+    """
+    p = check_file(path)
+    file = str(p)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise os_error(p, e) from None
+    if size and reader_choice(size) == "scan":
+        cols = _scan_list_file(p, fields, label, what, size)
+        if cols is not None:
+            return cols
+    doc = parse_json(file, read_bytes(p))
+    if not isinstance(doc, list):
+        raise InputError(file, None, None, not_list, got=type(doc).__name__)
+    return DictColumns(file, doc, label, what, fields)
+
+
+def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
+    """Stream the file through the kernel; None if it does not start with '[' (the caller parses it whole)."""
+    file = str(p)
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise os_error(p, e) from None
+    with f:
+        buf = np.empty(_BLOCK_BYTES, np.uint8)
+        filled = _fill(f, buf, 0)
+        head = bytes(buf[:min(filled, 1 << 16)])
+        lead = len(head) - len(head.lstrip(b" \t\r\n"))
+        if lead >= len(head) or head[lead:lead + 1] != b"[":
+            return None
+        pos = lead + 1
+        base = 0
+        sc = _Scanner(file, fields)
+        expect = K.EXPECT_FIRST
+        while True:
+            eof = base + filled >= size
+            code, q, expect, n = sc.call(buf, filled, eof, pos, expect)
+            sc.keep(n, base)
+            if code == K.FULL:
+                pos = q
+                continue
+            if code == K.NEED:
+                keep = filled - q
+                if q == 0:  # one record larger than the buffer
+                    bigger = np.empty(2 * len(buf), np.uint8)
+                    bigger[:filled] = buf[:filled]
+                    buf = bigger
+                else:
+                    buf[:keep] = buf[q:filled]
+                    base += q
+                filled = _fill(f, buf, keep)
+                pos = 0
+                continue
+            if code != K.DONE:
+                doc = _scan_failure(file, code, base + int(sc.state[1]), size, p.read_bytes)
+                return _as_dict_columns(file, doc, label, what, fields, "a JSON list")
+            tail = bytes(buf[q:filled]) + f.read()
+            if tail.strip(b" \t\r\n"):
+                doc = _scan_failure(file, K.SYNTAX, base + q, size, p.read_bytes)
+                return _as_dict_columns(file, doc, label, what, fields, "a JSON list")
+            break
+    _check_flags(file, sc.flags, lambda: _file_chunks(p))
+    return ScannedColumns(file, sc.result(), label, what, fields, _span_reader(p))
+
+
+def _as_dict_columns(file, doc, label, what, fields, not_list):
+    if not isinstance(doc, list):
+        raise InputError(file, None, None, not_list, got=type(doc).__name__)
+    return DictColumns(file, doc, label, what, fields)
+
+
+def _fill(f, buf: np.ndarray, start: int) -> int:
+    """Read into ``buf[start:]`` until full or end of file; returns the filled length."""
+    view = memoryview(buf)
+    pos = start
+    while pos < len(buf):
+        got = f.readinto(view[pos:])
+        if not got:
+            break
+        pos += got
+    return pos
+
+
+def _span_reader(p: Path) -> Callable[[int, int], bytes]:
+    def read(start: int, end: int) -> bytes:
+        with open(p, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+    return read
+
+
+def read_json_document(path, sections: dict[str, tuple[Sequence[Field], Label, str]]):
+    """A file holding one JSON value; for an object, each key named in ``sections`` whose value is an array becomes
+    ``Columns`` of ``(fields, label, what)``. Returns the Python value (with those keys replaced)."""
+    p = check_file(path)
+    file = str(p)
+    data = read_bytes(p)
+    if data and reader_choice(len(data)) == "scan":
+        doc = _scan_document(file, data, sections)
+        if doc is not None:
+            return doc
+    doc = parse_json(file, data)
+    return _sections_to_columns(file, doc, sections)
+
+
+def _sections_to_columns(file, doc, sections):
+    if isinstance(doc, dict):
+        for key, (fields, label, what) in sections.items():
+            if isinstance(doc.get(key), list):
+                doc[key] = DictColumns(file, doc[key], label, what, fields)
+    return doc
+
+
+def _scan_document(file: str, data: bytes, sections) -> dict | None:
+    buf = np.frombuffer(data, np.uint8)
+    stack = np.zeros(K.MAX_DEPTH + 2, np.uint8)
+    state = np.zeros(8, np.int64)
+    state[5] = sys.get_int_max_str_digits()
+    spans = np.zeros((1 << 12, 4), np.int64)
+    code, count, end = K.scan_object_spans(buf, len(buf), stack, state, K.LITERALS, spans)
+    if code == -1:
+        return None  # not an object: the caller parses it and says so
+    if code == K.DONE and bytes(data[end:]).strip(b" \t\r\n"):
+        code, state[1] = K.SYNTAX, end
+    if code != K.DONE or count > len(spans):
+        if code == K.DONE:
+            return None  # more keys than the span table holds: parse it whole
+        doc = _scan_failure(file, code, int(state[1]), len(data), lambda: data)
+        return _sections_to_columns(file, doc, sections)
+    _check_flags(file, int(state[3]), lambda: [data])
+    keys = [loads_stdlib(file, data[int(ks):int(ke)]) for ks, ke in spans[:count, :2]]
+    last = {k: j for j, k in enumerate(keys)}
+    doc: dict = {}
+    for j, key in enumerate(keys):
+        if last[key] != j:
+            continue
+        vs, ve = int(spans[j, 2]), int(spans[j, 3])
+        if key in sections and data[vs] == 0x5B:  # '['
+            fields, label, what = sections[key]
+            code, res = _scan_memory(file, data, buf, vs, ve, fields)
+            if code != K.DONE or res["end"] != ve:  # cannot happen after scan_object_spans validated it
+                return None
+            doc[key] = ScannedColumns(file, res, label, what, fields, lambda s, e: data[s:e])
+        else:
+            doc[key] = parse_json(file, data[vs:ve])
+    return doc
