@@ -458,7 +458,7 @@ def _file_chunks(path: Path):
             yield chunk
 
 
-def _scan_memory(file: str, data: bytes, buf: np.ndarray, start: int, end: int, fields) -> tuple[int, dict]:
+def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields) -> tuple[int, dict]:
     """Scan the array whose '[' is at ``buf[start]`` and which ends at ``end``; returns (code, result)."""
     sc = _Scanner(file, fields)
     pos, expect = start + 1, K.EXPECT_FIRST
@@ -572,13 +572,32 @@ def read_json_document(path, sections: dict[str, tuple[Sequence[Field], Label, s
     ``Columns`` of ``(fields, label, what)``. Returns the Python value (with those keys replaced)."""
     p = check_file(path)
     file = str(p)
-    data = read_bytes(p)
-    if data and reader_choice(len(data)) == "scan":
-        doc = _scan_document(file, data, sections)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise os_error(p, e) from None
+    if size and reader_choice(size) == "scan":
+        buf = _read_array(p, size)
+        doc = _scan_document(file, buf, sections)
         if doc is not None:
             return doc
+        data = buf.tobytes()
+        del buf
+    else:
+        data = read_bytes(p)
     doc = parse_json(file, data)
     return _sections_to_columns(file, doc, sections)
+
+
+def _read_array(p: Path, size: int) -> np.ndarray:
+    """The whole file in a writable uint8 array (the kernel is compiled for writable buffers only)."""
+    buf = np.empty(size, np.uint8)
+    try:
+        with open(p, "rb") as f:
+            n = _fill(f, buf, 0)
+    except OSError as e:
+        raise os_error(p, e) from None
+    return buf[:n]
 
 
 def _sections_to_columns(file, doc, sections):
@@ -589,8 +608,7 @@ def _sections_to_columns(file, doc, sections):
     return doc
 
 
-def _scan_document(file: str, data: bytes, sections) -> dict | None:
-    buf = np.frombuffer(data, np.uint8)
+def _scan_document(file: str, buf: np.ndarray, sections) -> dict | None:
     stack = np.zeros(K.MAX_DEPTH + 2, np.uint8)
     state = np.zeros(8, np.int64)
     state[5] = sys.get_int_max_str_digits()
@@ -598,27 +616,27 @@ def _scan_document(file: str, data: bytes, sections) -> dict | None:
     code, count, end = K.scan_object_spans(buf, len(buf), stack, state, K.LITERALS, spans)
     if code == -1:
         return None  # not an object: the caller parses it and says so
-    if code == K.DONE and bytes(data[end:]).strip(b" \t\r\n"):
+    if code == K.DONE and buf[end:].tobytes().strip(b" \t\r\n"):
         code, state[1] = K.SYNTAX, end
     if code != K.DONE or count > len(spans):
         if code == K.DONE:
             return None  # more keys than the span table holds: parse it whole
-        doc = _scan_failure(file, code, int(state[1]), len(data), lambda: data)
+        doc = _scan_failure(file, code, int(state[1]), len(buf), buf.tobytes)
         return _sections_to_columns(file, doc, sections)
-    _check_flags(file, int(state[3]), lambda: [data])
-    keys = [loads_stdlib(file, data[int(ks):int(ke)]) for ks, ke in spans[:count, :2]]
+    _check_flags(file, int(state[3]), lambda: [buf[k:k + (1 << 24)].tobytes() for k in range(0, len(buf), 1 << 24)])
+    keys = [loads_stdlib(file, buf[int(ks):int(ke)].tobytes()) for ks, ke in spans[:count, :2]]
     last = {k: j for j, k in enumerate(keys)}
     doc: dict = {}
     for j, key in enumerate(keys):
         if last[key] != j:
             continue
         vs, ve = int(spans[j, 2]), int(spans[j, 3])
-        if key in sections and data[vs] == 0x5B:  # '['
+        if key in sections and buf[vs] == 0x5B:  # '['
             fields, label, what = sections[key]
-            code, res = _scan_memory(file, data, buf, vs, ve, fields)
+            code, res = _scan_memory(file, buf, vs, ve, fields)
             if code != K.DONE or res["end"] != ve:  # cannot happen after scan_object_spans validated it
                 return None
-            doc[key] = ScannedColumns(file, res, label, what, fields, lambda s, e: data[s:e])
+            doc[key] = ScannedColumns(file, res, label, what, fields, lambda s, e: buf[s:e].tobytes())
         else:
-            doc[key] = parse_json(file, data[vs:ve])
+            doc[key] = parse_json(file, buf[vs:ve].tobytes())
     return doc
