@@ -332,10 +332,10 @@ class _Spec:
 class _Scanner:
     """Runs the kernel over one record array, block by block, and gathers its output per field."""
 
-    def __init__(self, file: str, fields: Sequence[Field], cap: int = _BLOCK_RECORDS):
+    def __init__(self, file: str, fields: Sequence[Field], cap: int | None = None):
         self.file = file
         self.spec = sp = _Spec(fields)
-        self.cap = cap
+        self.cap = cap = _BLOCK_RECORDS if cap is None else cap
         self.out_f = np.zeros((cap, max(sp.width["float"], 1)), np.float64)
         self.out_i = np.zeros((cap, max(sp.width["int"], 1)), np.int64)
         self.out_b = np.zeros((cap, max(sp.width["bool"], 1)), np.uint8)
