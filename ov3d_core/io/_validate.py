@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import warnings
 from itertools import chain
 from pathlib import Path
@@ -46,12 +47,17 @@ def as_path(path) -> Path:
 
 
 def check_file(path) -> Path:
-    """An existing regular file, else ``InputError`` naming the path."""
+    """An existing regular file, else ``InputError`` naming the path (also when it cannot even be looked at)."""
     p = as_path(path)
-    if not p.exists():
-        raise InputError(str(p), None, None, "an existing file (no such file)")
-    if not p.is_file():
-        raise InputError(str(p), None, None, "a regular file, not a folder")
+    try:
+        st = p.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(str(p), None, None, "an existing file (no such file)") from None
+    except OSError as e:
+        raise os_error(p, e) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(str(p), None, None, "a regular file, not a folder" if stat.S_ISDIR(st.st_mode)
+                         else "a regular file")
     return p
 
 

@@ -96,6 +96,8 @@ class Columns:
         return self._label(i, self.record(i))
 
     def error(self, i: int, field: str | None, expected: str, got=MISSING) -> InputError:
+        if isinstance(got, np.ndarray):  # its repr spans lines
+            got = got.tolist()
         return InputError(self.file, self.label(i), field, expected, got=None if got is MISSING else got)
 
     def _declared(self, field: str, kind: str, shape: tuple[int, ...]) -> None:
