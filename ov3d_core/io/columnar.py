@@ -28,7 +28,7 @@ from ov3d_core.io import jsonscan as K
 from ov3d_core.io._validate import (
     DTYPES, MISSING, check_file, convert_many, convert_value, describe, first_true, os_error, read_bytes,
 )
-from ov3d_core.io.jsontext import loads_stdlib, parse_json, stdlib_error, too_deep
+from ov3d_core.io.jsontext import huge_integer, loads_stdlib, parse_json, too_deep
 
 #: Record sections at least this large are read by the kernel (below it, msgspec into dicts is as fast).
 SCAN_MIN_BYTES = 48 << 20
@@ -449,7 +449,7 @@ def _check_utf8(file: str, chunks) -> None:
 
 def _check_flags(file: str, flags: int, chunks: Callable) -> None:
     if flags & 4:
-        raise stdlib_error(file, ValueError("an integer literal has more digits than Python converts"))
+        raise huge_integer(file)
     if flags & 2:
         _check_utf8(file, chunks())
 

@@ -83,7 +83,7 @@ POW10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
 
 # ------------------------------------------------------------------------------------------------- numbers
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mul128(a, b):
     """Full 64x64 -> 128-bit product of two uint64, as (hi, lo)."""
     a_lo = a & _M32
@@ -100,7 +100,7 @@ def _mul128(a, b):
     return hi, lo
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clz(x):
     n = 0
     if x <= _U64(0x00000000FFFFFFFF):
@@ -251,7 +251,7 @@ def scan_number(buf, p, end, eof):
 
 # ------------------------------------------------------------------------------------------------- tokens
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _ws(buf, p, end):
     while p < end:
         c = buf[p]
@@ -261,7 +261,7 @@ def _ws(buf, p, end):
     return p
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_hex(c):
     return (48 <= c <= 57) or (65 <= c <= 70) or (97 <= c <= 102)
 
@@ -307,7 +307,7 @@ def scan_string(buf, p, end, eof, state):
     return _R_NEED, flags
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _literal(buf, p, end, eof, lit):
     """Match ``lit`` (bytes as uint8 array) at p: new pos, or a negative code."""
     n = len(lit)
@@ -573,6 +573,8 @@ def _numeric(buf, p, end, eof, kind, rows, cols, out_f, out_i, out_b, i, slot, p
                 return p, EXACT
             return code, 0
         if code != 0:
+            if is_int and state[5] > 0 and r - p - (1 if neg else 0) > state[5]:
+                state[3] |= 4
             return p, EXACT
         if kind == K_INT:
             if not is_int or nd_too_big(w, neg):
@@ -615,6 +617,8 @@ def _numeric(buf, p, end, eof, kind, rows, cols, out_f, out_i, out_b, i, slot, p
             if code == _R_NEED:
                 return _R_NEED, 0
             if code != 0:
+                if code == 1 and is_int and state[5] > 0 and r - q0 - (1 if neg else 0) > state[5]:
+                    state[3] |= 4
                 return p, EXACT
             v, ok = to_double(w, q, neg, pow10, pow5)
             if not ok:
@@ -648,7 +652,7 @@ def _numeric(buf, p, end, eof, kind, rows, cols, out_f, out_i, out_b, i, slot, p
     return q0, OK
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def nd_too_big(w, neg):
     """An integer literal outside int64."""
     if neg:

@@ -28,8 +28,12 @@ def stdlib_error(file: str, exc: Exception) -> InputError:
         return InputError(file, f"byte {exc.start}", None, "UTF-8 encoded JSON text")
     if isinstance(exc, RecursionError):
         return too_deep(file)
-    return InputError(file, None, None, f"integers of at most {sys.get_int_max_str_digits()} digits "
-                      f"({str(exc).splitlines()[0][:120]})")
+    return huge_integer(file)
+
+
+def huge_integer(file: str) -> InputError:
+    return InputError(file, None, None, f"integers of at most {sys.get_int_max_str_digits()} digits (Python's limit "
+                      "for converting text to int; sys.set_int_max_str_digits raises it)")
 
 
 def loads_stdlib(file: str, data: bytes):
