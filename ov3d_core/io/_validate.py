@@ -118,13 +118,44 @@ def _has_bool(vals, depth: int) -> bool:
         if np.ndarray in types and any(v.dtype.kind == "b" for v in items if type(v) is np.ndarray):
             return True
         if level < depth:
-            items = list(chain.from_iterable(v for v in items if type(v) in (list, tuple)))
+            if types <= {list, tuple}:
+                items = list(chain.from_iterable(items))
+            else:
+                items = list(chain.from_iterable(v for v in items if type(v) in (list, tuple)))
     return False
+
+
+def _nested_lists(vals: list, kind: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The fast case of ``_bulk``: values parsed from JSON, nested Python lists of exactly ``shape`` holding Python
+    ints/floats (bools are their own type here, so they fail ``types <= {int, float}``). None if it is not that."""
+    items = vals
+    for d in shape:
+        if set(map(type, items)) != {list} or set(map(len, items)) != {d}:
+            return None
+        items = list(chain.from_iterable(items))
+    types = set(map(type, items))
+    try:
+        if kind == "float" and types <= {float, int}:
+            flat = np.fromiter(items, np.float64, len(items))
+            if not np.isfinite(flat).all():
+                return None
+        elif kind == "int" and types <= {int}:
+            flat = np.fromiter(items, np.int64, len(items))
+        elif kind == "bool" and types <= {bool}:
+            flat = np.fromiter(items, np.bool_, len(items))
+        else:
+            return None
+    except OverflowError:
+        return None
+    return flat.reshape(len(vals), *shape)
 
 
 def _bulk(vals: list, kind: str, shape: tuple[int, ...]) -> np.ndarray | None:
     """The column as an array of ``DTYPES[kind]`` if every value follows the rules, else None (vectorised)."""
     n = len(vals)
+    fast = _nested_lists(vals, kind, shape)
+    if fast is not None:
+        return fast
     arr = _to_array(vals)
     if arr is None or arr.shape != (n, *shape) or arr.dtype.kind not in _KINDS[kind]:
         return None

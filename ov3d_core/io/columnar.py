@@ -31,7 +31,7 @@ from ov3d_core.io._validate import (
 from ov3d_core.io.jsontext import huge_integer, loads_stdlib, parse_json, too_deep
 
 #: Record sections at least this large are read by the kernel (below it, msgspec into dicts is as fast).
-SCAN_MIN_BYTES = 48 << 20
+SCAN_MIN_BYTES = 24 << 20
 #: Files up to this size that the kernel finds malformed are re-parsed whole by ``json`` for its exact message.
 _REPARSE_MAX_BYTES = 256 << 20
 _BLOCK_BYTES = 32 << 20
@@ -231,10 +231,10 @@ class DictColumns(Columns):
 
     def _entries(self, field):
         vals = [r.get(field, MISSING) for r in self.records]
+        if not any(v is MISSING or v is None for v in vals):
+            return np.full(len(vals), _EXACT, np.uint8), None, np.arange(len(vals)), vals
         st = np.fromiter((_ABSENT if v is MISSING else _NULL if v is None else _EXACT for v in vals), np.uint8,
                          len(vals))
-        if (st == _EXACT).all():
-            return st, None, np.arange(len(vals)), vals
         xi = np.flatnonzero(st == _EXACT)
         return st, None, xi, [vals[i] for i in xi]
 
@@ -611,34 +611,66 @@ def _sections_to_columns(file, doc, sections):
 
 
 def _scan_document(file: str, buf: np.ndarray, sections) -> dict | None:
+    """The top-level object member by member: arrays of ``sections`` go through the kernel, other values are parsed
+    by msgspec from their bytes. None if the document is not an object (the caller parses it and says so)."""
     stack = np.zeros(K.MAX_DEPTH + 2, np.uint8)
     state = np.zeros(8, np.int64)
     state[5] = sys.get_int_max_str_digits()
-    spans = np.zeros((1 << 12, 4), np.int64)
-    code, count, end = K.scan_object_spans(buf, len(buf), stack, state, K.LITERALS, spans)
-    if code == -1:
-        return None  # not an object: the caller parses it and says so
-    if code == K.DONE and buf[end:].tobytes().strip(b" \t\r\n"):
-        code, state[1] = K.SYNTAX, end
-    if code != K.DONE or count > len(spans):
-        if code == K.DONE:
-            return None  # more keys than the span table holds: parse it whole
-        doc = _scan_failure(file, code, int(state[1]), len(buf), buf.tobytes)
-        return _sections_to_columns(file, doc, sections)
-    _check_flags(file, int(state[3]), lambda: [buf[k:k + (1 << 24)].tobytes() for k in range(0, len(buf), 1 << 24)])
-    keys = [loads_stdlib(file, buf[int(ks):int(ke)].tobytes()) for ks, ke in spans[:count, :2]]
-    last = {k: j for j, k in enumerate(keys)}
-    doc: dict = {}
-    for j, key in enumerate(keys):
-        if last[key] != j:
-            continue
-        vs, ve = int(spans[j, 2]), int(spans[j, 3])
+    size = len(buf)
+    head = buf[:min(size, 1 << 16)].tobytes()
+    p = len(head) - len(head.lstrip(b" \t\r\n"))
+    if p >= len(head) or head[p:p + 1] != b"{":
+        return None
+    members: list[tuple[str, object]] = []
+    p += 1
+    code, q, more = K.object_next(buf, p, size, state)
+    if code == K.DONE and not more:  # "{}"
+        p = q
+    else:
+        more = True
+    while more:
+        code, ks, ke, vs = K.object_member(buf, p, size, state)
+        if code != K.DONE:
+            return _document_failure(file, code, state, buf, sections)
+        key = loads_stdlib(file, buf[ks:ke].tobytes())
         if key in sections and buf[vs] == 0x5B:  # '['
             fields, label, what = sections[key]
-            code, res = _scan_memory(file, buf, vs, ve, fields)
-            if code != K.DONE or res["end"] != ve:  # cannot happen after scan_object_spans validated it
-                return None
+            code, res = _scan_memory(file, buf, vs, size, fields)
+            if code != K.DONE:
+                return _document_failure(file, code, state if "offset" not in res else _at(res["offset"]), buf,
+                                         sections)
+            ve = res["end"]
+            value = ("columns", res, fields, label, what)
+        else:
+            code, ve = K.skip_at(buf, vs, size, 1, stack, state, K.LITERALS)
+            if code != K.DONE:
+                return _document_failure(file, code, state, buf, sections)
+            value = ("json", vs, ve)
+        members.append((key, value))
+        code, p, more = K.object_next(buf, ve, size, state)
+        if code != K.DONE:
+            return _document_failure(file, code, state, buf, sections)
+    if buf[p:].tobytes().strip(b" \t\r\n"):
+        state[1] = p
+        return _document_failure(file, K.SYNTAX, state, buf, sections)
+    flags = int(state[3]) | max((v[1].get("flags", 0) for _, v in members if v[0] == "columns"), default=0)
+    _check_flags(file, flags, lambda: (buf[k:k + (1 << 24)].tobytes() for k in range(0, size, 1 << 24)))
+    doc: dict = {}
+    for key, value in members:
+        if value[0] == "columns":
+            _, res, fields, label, what = value
             doc[key] = ScannedColumns(file, res, label, what, fields, lambda s, e: buf[s:e].tobytes())
         else:
-            doc[key] = parse_json(file, buf[vs:ve].tobytes())
+            doc[key] = parse_json(file, buf[value[1]:value[2]].tobytes())
     return doc
+
+
+def _at(offset: int) -> np.ndarray:
+    state = np.zeros(8, np.int64)
+    state[1] = offset
+    return state
+
+
+def _document_failure(file, code, state, buf, sections):
+    doc = _scan_failure(file, code, int(state[1]), len(buf), buf.tobytes)
+    return _sections_to_columns(file, doc, sections)

@@ -838,62 +838,51 @@ def scan_array(buf, end, eof, pos, expect, keys, key_off, key_hash, kinds, slots
 
 
 @njit(cache=True)
-def scan_object_spans(buf, end, stack, state, lits, spans):
-    """Top-level JSON object in ``buf[:end]``: for each key (in order) the (key start, key end, value start, value
-    end) offsets into ``spans``. Returns (code, count, pos after the object); code DONE, SYNTAX or TOO_DEEP; -1 if
-    the document is not an object (then pos is where its value starts)."""
-    p = _ws(buf, 0, end)
-    if p >= end:
+def object_member(buf, p, end, state):
+    """At p (whitespace allowed): a member's ``"key" :``. Returns ``(code, key start, key end, value start)``; code
+    DONE, or SYNTAX with the offset in ``state[1]``. The key offsets include its quotes."""
+    p = _ws(buf, p, end)
+    if p >= end or buf[p] != 34:
         state[1] = p
-        return SYNTAX, 0, p
-    if buf[p] != 123:
-        return -1, 0, p
-    p = _ws(buf, p + 1, end)
-    if p >= end:
-        state[1] = p
-        return SYNTAX, 0, p
-    if buf[p] == 125:
-        return DONE, 0, p + 1
-    k = 0
-    while True:
-        if p >= end or buf[p] != 34:
-            state[1] = p
-            return SYNTAX, k, p
-        r, flags = scan_string(buf, p, end, True, state)
-        if r < 0:
-            return SYNTAX, k, p
-        if flags & 2:
-            state[3] |= 2
-        ks = p
-        ke = r
-        p = _ws(buf, r, end)
-        if p >= end or buf[p] != 58:
-            state[1] = p
-            return SYNTAX, k, p
-        p = _ws(buf, p + 1, end)
-        vs = p
-        r = skip_value(buf, p, end, True, 1, stack, state, lits)
-        if r == _R_DEEP:
-            return TOO_DEEP, k, p
-        if r < 0:
-            return SYNTAX, k, p
-        if k < len(spans):
-            spans[k, 0] = ks
-            spans[k, 1] = ke
-            spans[k, 2] = vs
-            spans[k, 3] = r
-        k += 1
-        p = _ws(buf, r, end)
-        if p >= end:
-            state[1] = p
-            return SYNTAX, k, p
-        if buf[p] == 44:
-            p = _ws(buf, p + 1, end)
-            continue
-        if buf[p] == 125:
-            return DONE, k, p + 1
-        state[1] = p
-        return SYNTAX, k, p
+        return SYNTAX, 0, 0, p
+    r, flags = scan_string(buf, p, end, True, state)
+    if r < 0:
+        return SYNTAX, 0, 0, p
+    if flags & 2:
+        state[3] |= 2
+    q = _ws(buf, r, end)
+    if q >= end or buf[q] != 58:
+        state[1] = q
+        return SYNTAX, 0, 0, q
+    q = _ws(buf, q + 1, end)
+    if q >= end:
+        state[1] = q
+        return SYNTAX, 0, 0, q
+    return DONE, p, r, q
+
+
+@njit(cache=True)
+def object_next(buf, p, end, state):
+    """After a member's value: ``(code, pos, more)``; more: a ',' (pos after it), else a closing '}' (pos after it).
+    """
+    p = _ws(buf, p, end)
+    if p < end and buf[p] == 44:
+        return DONE, p + 1, True
+    if p < end and buf[p] == 125:
+        return DONE, p + 1, False
+    state[1] = p
+    return SYNTAX, p, False
+
+
+@njit(cache=True)
+def skip_at(buf, p, end, depth0, stack, state, lits):
+    """``skip_value`` over a complete buffer, as (code, pos after the value)."""
+    r = skip_value(buf, p, end, True, depth0, stack, state, lits)
+    if r == _R_DEEP:
+        return TOO_DEEP, p
+    if r < 0:
+        return SYNTAX, p
+    return DONE, r
 
 
 LITERALS = (_TRUE, _FALSE, _NULL, _NAN, _INF)
