@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,10 @@ SCAN_MIN_BYTES = 24 << 20
 _REPARSE_MAX_BYTES = 256 << 20
 _BLOCK_BYTES = 32 << 20
 _BLOCK_RECORDS = 1 << 16
+_MAX_THREADS = min(8, os.cpu_count() or 1)
+_MIN_REGION_BYTES = 16 << 20
+#: Regions whose speculative start turned out not to be an item boundary (their scan was redone); for tests.
+speculation_misses = 0
 
 _ABSENT, _OK, _NULL, _EXACT = K.ABSENT, K.OK, K.NULL, K.EXACT
 _KIND_CODES = {"float": K.K_FLOAT, "int": K.K_INT, "bool": K.K_BOOL, "str": K.K_STR}
@@ -495,31 +501,100 @@ def read_json_list(path, fields: Sequence[Field], label: Label, what: str, not_l
 
 
 def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
-    """Stream the file through the kernel; None if it does not start with '[' (the caller parses it whole)."""
+    """Stream the file through the kernel, in parallel regions; None if it does not start with '[' (the caller
+    parses it whole)."""
     file = str(p)
     try:
-        f = open(p, "rb")
+        with open(p, "rb") as f:
+            head = f.read(1 << 16)
     except OSError as e:
         raise os_error(p, e) from None
-    with f:
-        buf = np.empty(_BLOCK_BYTES, np.uint8)
-        filled = _fill(f, buf, 0)
-        head = bytes(buf[:min(filled, 1 << 16)])
-        lead = len(head) - len(head.lstrip(b" \t\r\n"))
-        if lead >= len(head) or head[lead:lead + 1] != b"[":
-            return None
-        pos = lead + 1
-        base = 0
-        sc = _Scanner(file, fields)
-        expect = K.EXPECT_FIRST
+    lead = len(head) - len(head.lstrip(b" \t\r\n"))
+    if lead >= len(head) or head[lead:lead + 1] != b"[":
+        return None
+    starts = [lead + 1] + _split_points(p, lead + 1, size, _threads(size))
+    stops = starts[1:] + [size]
+    scanners = [_Scanner(file, fields) for _ in starts]
+    expects = [K.EXPECT_FIRST] + [K.EXPECT_ITEM] * (len(starts) - 1)
+    jobs = list(zip(scanners, starts, stops, expects))
+    if len(jobs) > 1:
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            outcomes = list(pool.map(lambda job: _scan_region(p, size, *job), jobs))
+    else:
+        outcomes = [_scan_region(p, size, *jobs[0])]
+    used = []
+    for k, (code, pos, expect) in enumerate(outcomes):
+        used.append(scanners[k])
+        if k == len(outcomes) - 1:
+            break
+        if code == K.NEED and pos == stops[k] and expect == K.EXPECT_ITEM:
+            continue  # the next region's start is a true item boundary: its speculative scan stands
+        global speculation_misses
+        speculation_misses += 1
+        if code == K.NEED:  # the split fell inside an item: go on from here, the later regions are void
+            code, pos, expect = _scan_region(p, size, scanners[k], pos, size, expect)
+        break
+    if code != K.DONE:
+        if code == K.NEED:
+            code = K.SYNTAX
+        doc = _scan_failure(file, code, int(used[-1].state[1]), size, p.read_bytes)
+        return _as_dict_columns(file, doc, label, what, fields, "a JSON list")
+    with open(p, "rb") as f:
+        f.seek(pos)
+        if f.read().strip(b" \t\r\n"):
+            doc = _scan_failure(file, K.SYNTAX, pos, size, p.read_bytes)
+            return _as_dict_columns(file, doc, label, what, fields, "a JSON list")
+    flags = 0
+    for sc in used:
+        flags |= sc.flags
+    _check_flags(file, flags, lambda: _file_chunks(p))
+    return ScannedColumns(file, _merge([sc.result() for sc in used], fields), label, what, fields, _span_reader(p))
+
+
+def _threads(size: int) -> int:
+    """Regions scanned in parallel: one per core, at most ``_MAX_THREADS``, at least ``_MIN_REGION_BYTES`` each."""
+    return max(1, min(_MAX_THREADS, size // _MIN_REGION_BYTES))
+
+
+def _split_points(p: Path, start: int, size: int, n: int) -> list[int]:
+    """Candidate item starts (a '{' after ``}`` ``,``) near ``k * size / n``; each is confirmed (or refuted) by the
+    scan of the region before it."""
+    out: list[int] = []
+    with open(p, "rb") as f:
+        for k in range(1, n):
+            at = max(start, k * size // n, out[-1] + 1 if out else 0)
+            f.seek(at)
+            m = _BOUNDARY.search(f.read(1 << 20))
+            if m is not None:
+                out.append(at + m.end() - 1)
+    return out
+
+
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+
+
+def _scan_region(p: Path, size: int, sc: _Scanner, start: int, stop: int, expect: int):
+    """Scan bytes ``[start, stop)`` of the file (an array's items from ``start`` in state ``expect``). Returns
+    ``(code, absolute pos, expect)``: for ``stop == size`` DONE (pos after ']') or an error (offset in
+    ``sc.state[1]``, pos -1); before the end NEED with pos where the scan stopped (== stop if it ended between
+    items)."""
+    last = stop == size
+    buf = np.empty(min(_BLOCK_BYTES, max(stop - start, 1)), np.uint8)
+    with open(p, "rb") as f:
+        f.seek(start)
+        base = start
+        filled = _fill(f, buf, 0, stop - base)
+        pos = 0
         while True:
-            eof = base + filled >= size
+            eof = last and base + filled >= size
             code, q, expect, n = sc.call(buf, filled, eof, pos, expect)
             sc.keep(n, base)
             if code == K.FULL:
                 pos = q
                 continue
             if code == K.NEED:
+                if not last and base + filled >= stop:
+                    return K.NEED, base + q, expect
                 keep = filled - q
                 if q == 0:  # one record larger than the buffer
                     bigger = np.empty(2 * len(buf), np.uint8)
@@ -528,19 +603,32 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
                 else:
                     buf[:keep] = buf[q:filled]
                     base += q
-                filled = _fill(f, buf, keep)
+                filled = _fill(f, buf, keep, stop - base)
                 pos = 0
                 continue
-            if code != K.DONE:
-                doc = _scan_failure(file, code, base + int(sc.state[1]), size, p.read_bytes)
-                return _as_dict_columns(file, doc, label, what, fields, "a JSON list")
-            tail = bytes(buf[q:filled]) + f.read()
-            if tail.strip(b" \t\r\n"):
-                doc = _scan_failure(file, K.SYNTAX, base + q, size, p.read_bytes)
-                return _as_dict_columns(file, doc, label, what, fields, "a JSON list")
-            break
-    _check_flags(file, sc.flags, lambda: _file_chunks(p))
-    return ScannedColumns(file, sc.result(), label, what, fields, _span_reader(p))
+            if code == K.DONE:
+                return code, base + q, expect
+            sc.state[1] += base
+            return code, -1, expect
+
+
+def _merge(results: list[dict], fields) -> dict:
+    """One scan result from those of consecutive regions (their name tables merged)."""
+    if len(results) == 1:
+        return results[0]
+    index: dict[bytes, int] = {}
+    for res in results:
+        remap = np.array([index.setdefault(raw, len(index)) for raw in res["names"]] + [-1], np.int64)
+        for f in fields:
+            if f.kind == "str":
+                vals, ok = res["values"][f.name], res["status"][f.name] == _OK
+                vals[ok] = remap[vals[ok]]
+    out = {"names": list(index)}
+    out["values"] = {f.name: np.concatenate([r["values"].pop(f.name) for r in results]) for f in fields}
+    out["status"] = {f.name: np.concatenate([r["status"].pop(f.name) for r in results]) for f in fields}
+    out["rec"] = np.concatenate([r["rec"] for r in results])
+    out["rec_kind"] = np.concatenate([r["rec_kind"] for r in results])
+    return out
 
 
 def _as_dict_columns(file, doc, label, what, fields, not_list):
@@ -549,12 +637,14 @@ def _as_dict_columns(file, doc, label, what, fields, not_list):
     return DictColumns(file, doc, label, what, fields)
 
 
-def _fill(f, buf: np.ndarray, start: int) -> int:
-    """Read into ``buf[start:]`` until full or end of file; returns the filled length."""
+def _fill(f, buf: np.ndarray, start: int, limit: int | None = None) -> int:
+    """Read into ``buf[start:]`` until full, ``limit`` bytes filled in all, or end of file; returns the filled
+    length."""
     view = memoryview(buf)
     pos = start
-    while pos < len(buf):
-        got = f.readinto(view[pos:])
+    top = len(buf) if limit is None else min(len(buf), limit)
+    while pos < top:
+        got = f.readinto(view[pos:top])
         if not got:
             break
         pos += got

@@ -777,7 +777,7 @@ def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, co
         return _R_SYNTAX, False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scan_array(buf, end, eof, pos, expect, keys, key_off, key_hash, kinds, slots, rows, cols,
                out_f, out_i, out_b, out_s, status, rec, rec_kind, tab, names, name_off, stack, state,
                pow10, pow5, lits):

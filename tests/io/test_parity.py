@@ -52,6 +52,8 @@ def _pred_text(i: int, r: dict) -> str:
         r["image_id"] = float(r["image_id"])
     if i % 61 == 7:
         r["extra"] = {"a": [1, {"b": None}], "c": 'x"y\\z\u00e9', "n": float("nan"), "d": [[[]]], "t": True}
+    if i % 5 == 3:  # objects inside a record: false item boundaries for the parallel scan
+        r["parts"] = [{"k": 1}, {"k": "},{"}]
     if i % 41 == 12:
         r["bbox"] = [1, 2, 30, 40]
     if i % 37 == 13 and "bbox3D" in r:
@@ -209,6 +211,26 @@ def test_kernel_resumes_anywhere(messy, reference, block_bytes, block_records, m
     monkeypatch.setattr(columnar, "_BLOCK_RECORDS", block_records)
     run, _ = _load(load_predictions, messy["small"], reference["ds"])
     assert_boxsets_equal(run.pred, reference["small"].pred)
+
+
+@pytest.mark.parametrize("regions", [2, 7, 60])
+def test_parallel_regions(messy, reference, regions, monkeypatch):
+    """The file cut into regions scanned by threads from guessed item boundaries: with 60 regions many guesses fall
+    inside records (``"parts": [{...}, {...}]``) and are redone, and the result is still the legacy loader's."""
+    monkeypatch.setenv("OV3D_JSON_READER", "scan")
+    monkeypatch.setattr(columnar, "_MAX_THREADS", regions)
+    monkeypatch.setattr(columnar, "_MIN_REGION_BYTES", 1 << 16)
+    misses = columnar.speculation_misses
+    run, _ = _load(load_predictions, messy["preds"], reference["ds"])
+    assert_boxsets_equal(run.pred, reference["run"].pred)
+    assert run.meta["out_of_vocabulary"] == reference_oov(reference)
+    if regions == 60:
+        assert columnar.speculation_misses > misses
+
+
+def reference_oov(reference) -> dict:
+    pred = reference["run"].pred
+    return {"sofá chair": int((pred.category == "sofá chair").sum())}
 
 
 def test_pth_matches_the_legacy_loader(messy, reference):
