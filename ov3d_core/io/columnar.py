@@ -552,8 +552,11 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
 
 
 def _threads(size: int) -> int:
-    """Regions scanned in parallel: one per core, at most ``_MAX_THREADS``, at least ``_MIN_REGION_BYTES`` each."""
-    return max(1, min(_MAX_THREADS, size // _MIN_REGION_BYTES))
+    """Regions scanned in parallel: one per core (at most 8; ``OV3D_JSON_THREADS`` overrides), at least
+    ``_MIN_REGION_BYTES`` each."""
+    forced = os.environ.get("OV3D_JSON_THREADS", "")
+    cap = int(forced) if forced.isdigit() and int(forced) > 0 else _MAX_THREADS
+    return max(1, min(cap, size // _MIN_REGION_BYTES))
 
 
 def _split_points(p: Path, start: int, size: int, n: int) -> list[int]:

@@ -23,11 +23,14 @@ is an ``InputError``. An empty file (``[]``, or a ``.pth`` with no instances) is
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ov3d_core.errors import InputError
 from ov3d_core.geometry.boxes import corners_from_pose
 from ov3d_core.io._validate import check_file, first_false, first_true, index_of, isin_codes, os_error
+from ov3d_core.io import pthfile
 from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_list
 from ov3d_core.model import BoxSet, Dataset, Run
 from ov3d_core.taxonomy import OMNI3D_50, OMNI3D_CATEGORIES, OMNI3D_NAME_TO_ID
@@ -184,10 +187,6 @@ def _numpy_safe_globals() -> list:
 
 
 def _read_pth(p) -> tuple[Columns, dict]:
-    import pickle
-
-    import torch
-
     file = str(p)
     try:
         size = p.stat().st_size
@@ -195,9 +194,73 @@ def _read_pth(p) -> tuple[Columns, dict]:
         raise os_error(p, e) from None
     if size == 0:
         raise InputError(file, None, None, "a torch.save file, got an empty file")
+    ok, obj, clean = (False, None, False) if os.environ.get("OV3D_PTH_READER") == "torch" else pthfile.read(p)
+    if not ok:
+        obj = _torch_load(p)
+    if not isinstance(obj, (list, tuple)):
+        raise InputError(file, None, None, "a list of per-image records {image_id, K, width, height, instances}",
+                         got=_type_name(obj))
+    flat: list[dict] = []
+    where: list[tuple[int, int]] = []
+    for r, rec in enumerate(obj):
+        if not isinstance(rec, dict):
+            raise InputError(file, f"[{r}]", None, "a per-image record (dict)", got=_type_name(rec))
+        if "image_id" not in rec:
+            raise InputError(file, f"[{r}]", "image_id", "present (an integer)")
+        img = _plain(rec["image_id"], file, f"[{r}]", "image_id")
+        inst = rec.get("instances")
+        if not isinstance(inst, (list, tuple)):
+            raise InputError(file, _pred_label(r, {"image_id": img}), "instances", "a list of instance dicts",
+                             got=_type_name(inst))
+        for j, d in enumerate(inst):
+            if not isinstance(d, dict):
+                raise InputError(file, f"[{r}].instances[{j}]", None, "an instance dict", got=_type_name(d))
+            if clean:  # numpy arrays and plain values only: the column rules take them as they are
+                d = dict(d)
+            else:
+                d = {k: _plain(v, file, f"[{r}].instances[{j}]", k) for k, v in d.items()}
+            if "image_id" in d and not _same_value(d["image_id"], img):
+                raise InputError(file, f"[{r}].instances[{j}]", "image_id",
+                                 f"the record's image_id {_one_line(img)}", got=_one_line(d["image_id"]))
+            d["image_id"] = img
+            flat.append(d)
+            where.append((r, j))
+
+    def label(i, _rec):
+        r, j = where[i]
+        return f"[{r}].instances[{j}]"
+
+    return DictColumns(file, flat, label, "an instance dict", PREDICTION_FIELDS), {"n_records": len(obj)}
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (ValueError, TypeError):  # arrays
+        return False
+
+
+def _one_line(v):
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def _type_name(v) -> str:
+    """A value's type for messages; tensors read by torch or by ``pthfile`` (numpy) are both "tensor"."""
+    if isinstance(v, (np.ndarray, pthfile.Unsupported)) or type(v).__module__.startswith("torch"):
+        return "tensor"
+    return type(v).__name__
+
+
+def _torch_load(p):
+    """``torch.load(weights_only=True)``: the authority for what ``pthfile`` does not read itself."""
+    import pickle
+
+    import torch
+
+    file = str(p)
     try:
         with torch.serialization.safe_globals(_numpy_safe_globals()):
-            obj = torch.load(p, map_location="cpu", weights_only=True)
+            return torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         lines = str(e).strip().splitlines()
         detail = next((ln.strip() for ln in lines if "Unsupported global" in ln), "")
@@ -211,59 +274,53 @@ def _read_pth(p) -> tuple[Columns, dict]:
     except Exception as e:  # noqa: BLE001 - torch raises many types for corrupt files
         raise InputError(file, None, None, "a file written by torch.save "
                          f"({type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''})") from None
-    if not isinstance(obj, (list, tuple)):
-        raise InputError(file, None, None, "a list of per-image records {image_id, K, width, height, instances}",
-                         got=type(obj).__name__)
-    flat: list[dict] = []
-    where: list[tuple[int, int]] = []
-    for r, rec in enumerate(obj):
-        if not isinstance(rec, dict):
-            raise InputError(file, f"[{r}]", None, "a per-image record (dict)", got=type(rec).__name__)
-        if "image_id" not in rec:
-            raise InputError(file, f"[{r}]", "image_id", "present (an integer)")
-        img = _plain(rec["image_id"], file, f"[{r}]", "image_id")
-        inst = rec.get("instances")
-        if not isinstance(inst, (list, tuple)):
-            raise InputError(file, f"[{r}] (image_id {img!r})", "instances", "a list of instance dicts",
-                             got=type(inst).__name__)
-        for j, d in enumerate(inst):
-            if not isinstance(d, dict):
-                raise InputError(file, f"[{r}].instances[{j}]", None, "an instance dict", got=type(d).__name__)
-            d = {k: _plain(v, file, f"[{r}].instances[{j}]", k) for k, v in d.items()}
-            if "image_id" in d and d["image_id"] != img:
-                raise InputError(file, f"[{r}].instances[{j}]", "image_id",
-                                 f"the record's image_id {img!r}", got=d["image_id"])
-            d["image_id"] = img
-            flat.append(d)
-            where.append((r, j))
 
-    def label(i, _rec):
-        r, j = where[i]
-        return f"[{r}].instances[{j}]"
 
-    return DictColumns(file, flat, label, "an instance dict", PREDICTION_FIELDS), {"n_records": len(obj)}
+def _tensor_kind(v) -> str:
+    """What kind of tensor numpy cannot hold, in the words ``pthfile.Unsupported`` uses."""
+    import torch
+
+    if v.is_quantized:
+        return "quantized tensor"
+    if v.layout != torch.strided:
+        return "sparse tensor"
+    if v.device.type == "meta":
+        return "meta tensor"
+    return f"tensor of {str(v.dtype).replace('torch.', '')}"
+
+
+_UNSUPPORTED_TENSOR = "a dense CPU tensor of a numpy dtype (float, int or bool)"
 
 
 def _plain(v, file: str, record: str, field: str):
     """Tensors -> numpy (0-d -> Python scalar); other values unchanged (checked later by the column rules).
     A tensor numpy cannot hold (bfloat16, quantized, sparse, on the meta device, ...) is an ``InputError``."""
-    import torch
+    if type(v) in (float, int, str, bool) or v is None:
+        return v
+    if isinstance(v, pthfile.Unsupported):
+        raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=v.what)
+    if type(v).__module__.startswith("torch"):
+        import torch
 
-    if isinstance(v, torch.Tensor):
-        try:
-            a = v.detach().cpu().numpy()
-        except (TypeError, RuntimeError, NotImplementedError, ValueError) as e:
-            raise InputError(file, record, field, "a dense CPU tensor of a numpy dtype (float, int or bool)",
-                             got=f"tensor({v.dtype}, layout={v.layout}, device={v.device.type}): "
-                             f"{str(e).splitlines()[0][:80]}") from None
-        return a.item() if a.ndim == 0 else a
+        if isinstance(v, torch.Tensor):
+            try:
+                a = v.detach().cpu().numpy()
+            except (TypeError, RuntimeError, NotImplementedError, ValueError):
+                raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=_tensor_kind(v)) from None
+            return a.item() if a.ndim == 0 else a
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v.item()
     if isinstance(v, np.generic):
         return v.item()
-    if isinstance(v, (list, tuple)) and v and isinstance(v[0], (torch.Tensor, list, tuple)):
+    if isinstance(v, (list, tuple)) and v:
+        types = set(map(type, v))
+        if types <= _NUMBERS or (types <= {list} and all(set(map(type, x)) <= _NUMBERS for x in v)):
+            return v  # plain numbers (the rules judge them later)
         return [_plain(x, file, record, field) for x in v]
     return v
+
+
+_NUMBERS = {float, int}
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -185,7 +185,7 @@ _TENSORS = [lambda: torch.zeros(8, 3, dtype=torch.bfloat16), lambda: torch.ones(
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_fuzz_pth(demo, tmp_path):
+def test_fuzz_pth(demo, tmp_path, monkeypatch):
     ds = load_omni3d_gt(demo["gt"])
     records = torch.load(demo["pth"], weights_only=True)
     raw = demo["pth"].read_bytes()
@@ -207,6 +207,15 @@ def test_fuzz_pth(demo, tmp_path):
             else:
                 rec[rng.choice(["image_id", "instances"])] = rng.choice(_TENSORS)()
             torch.save(recs, path)
-        kind, _ = _outcome(lambda: load_predictions(path, ds, category_list=demo["category_list"]), path)
+        results = []
+        for reader in ("torch", "auto"):  # torch.load, then the restricted reader of ov3d_core.io.pthfile
+            monkeypatch.setenv("OV3D_PTH_READER", reader)
+            results.append(_outcome(lambda: load_predictions(path, ds, category_list=demo["category_list"]), path))
+        (kind, a), (kb, b) = results
+        assert kind == kb, results
+        if kind == "ok":
+            assert_boxsets_equal(a.pred, b.pred)
+        else:
+            assert a == b
         kinds.append(kind)
     assert kinds.count("error") > N_PTH // 3 and kinds.count("ok") > 1

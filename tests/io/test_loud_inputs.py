@@ -310,3 +310,49 @@ def test_failed_loads_leave_files_untouched(tmp_path, ds, reader):
     with pytest.raises(InputError):
         load_predictions(p, ds)
     assert (file_digest(p), p.stat().st_mtime_ns) == before
+
+
+# ------------------------------------------------------------------------------------------------ the .pth reader
+
+class _Payload:
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_pth_reader_runs_no_code(tmp_path, ds):
+    marker = tmp_path / "ran"
+    path = tmp_path / "evil.pth"
+    torch.save([{"image_id": 1, "instances": [{"score": _Payload(str(marker))}]}], path)
+    from ov3d_core.io import pthfile
+
+    assert pthfile.read(path) == (False, None, False)  # refused: torch.load(weights_only) judges it
+    one_line_error(lambda: load_predictions(path, ds, category_list=["chair"]), "evil.pth", "torch")
+    assert not marker.exists()
+
+
+def test_pth_reader_matches_torch_load(tmp_path):
+    from ov3d_core.io import pthfile
+
+    obj = [{"image_id": 3, "K": np.arange(9.0).reshape(3, 3), "instances": [
+        {"bbox3D": torch.arange(24, dtype=torch.float32).reshape(8, 3), "score": torch.tensor(0.25, dtype=torch.float64),
+         "pose": torch.eye(3)[:, [2, 0, 1]].t(), "ids": torch.arange(10)[3:7], "flag": torch.ones(2, dtype=torch.bool),
+         "half": torch.ones(2, dtype=torch.float16), "bbox": [1.0, 2, 3.5, 4], "name": "chair", "none": None}]}]
+    path = tmp_path / "p.pth"
+    torch.save(obj, path)
+    ok, fast, clean = pthfile.read(path)
+    assert ok and clean
+    from ov3d_core.io.predictions import _numpy_safe_globals
+
+    with torch.serialization.safe_globals(_numpy_safe_globals()):
+        ref = torch.load(path, weights_only=True, map_location="cpu")
+    a, b = fast[0]["instances"][0], ref[0]["instances"][0]
+    assert set(a) == set(b)
+    for k, v in b.items():
+        if isinstance(v, torch.Tensor):
+            assert isinstance(a[k], np.ndarray) and a[k].dtype == v.numpy().dtype and np.array_equal(a[k], v.numpy()), k
+        else:
+            assert a[k] == v, k
+    assert np.array_equal(fast[0]["K"], ref[0]["K"]) and fast[0]["image_id"] == 3
