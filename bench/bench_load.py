@@ -49,16 +49,9 @@ print(json.dumps({"import_s": t1 - t0, "gt_s": t2 - t1, "pred_s": t3 - t2, "tota
 
 COMPILE = r"""
 import time
-import numpy as np
 t0, c0 = time.perf_counter(), time.process_time()
-from ov3d_core.io.columnar import _scan_memory
-from ov3d_core.io.predictions import PREDICTION_FIELDS
-buf = np.frombuffer(b'[{"image_id": 1, "score": 0.5, "x": [1, {"a": "b"}]}]', np.uint8).copy()
-_scan_memory("x", buf, 0, len(buf), PREDICTION_FIELDS)
-from ov3d_core.io import jsonscan as K
-st = np.zeros(8, np.int64)
-K.object_member(buf, 1, len(buf), st); K.object_next(buf, 1, len(buf), st)
-K.skip_at(buf, 0, len(buf), 1, np.zeros(1002, np.uint8), st, K.LITERALS)
+from ov3d_core.io.columnar import warm
+warm()
 print(time.perf_counter() - t0, time.process_time() - c0)
 """
 

@@ -61,6 +61,15 @@ def check_file(path) -> Path:
     return p
 
 
+def file_size(path) -> tuple[Path, int]:
+    """``check_file`` and the file's size."""
+    p = check_file(path)
+    try:
+        return p, p.stat().st_size
+    except OSError as e:
+        raise os_error(p, e) from None
+
+
 def check_dir(path) -> Path:
     p = as_path(path)
     if not p.is_dir():

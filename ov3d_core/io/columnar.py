@@ -28,7 +28,7 @@ import numpy as np
 from ov3d_core.errors import InputError
 from ov3d_core.io import jsonscan as K
 from ov3d_core.io._validate import (
-    DTYPES, MISSING, check_file, convert_many, convert_value, describe, first_true, os_error, read_bytes,
+    DTYPES, MISSING, check_file, convert_many, file_size, convert_value, describe, first_true, os_error, read_bytes,
 )
 from ov3d_core.io.jsontext import huge_integer, loads_stdlib, parse_json, too_deep
 
@@ -484,12 +484,8 @@ def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields) -> tu
 def read_json_list(path, fields: Sequence[Field], label: Label, what: str, not_list: str) -> Columns:
     """A file holding one JSON array of records, as columns (``not_list``: what to say if it holds something else).
     """
-    p = check_file(path)
+    p, size = file_size(path)
     file = str(p)
-    try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise os_error(p, e) from None
     if size and reader_choice(size) == "scan":
         cols = _scan_list_file(p, fields, label, what, size)
         if cols is not None:
@@ -665,12 +661,8 @@ def _span_reader(p: Path) -> Callable[[int, int], bytes]:
 def read_json_document(path, sections: dict[str, tuple[Sequence[Field], Label, str]]):
     """A file holding one JSON value; for an object, each key named in ``sections`` whose value is an array becomes
     ``Columns`` of ``(fields, label, what)``. Returns the Python value (with those keys replaced)."""
-    p = check_file(path)
+    p, size = file_size(path)
     file = str(p)
-    try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise os_error(p, e) from None
     if size and reader_choice(size) == "scan":
         buf = _read_array(p, size)
         doc = _scan_document(file, buf, sections)
@@ -767,3 +759,16 @@ def _at(offset: int) -> np.ndarray:
 def _document_failure(file, code, state, buf, sections):
     doc = _scan_failure(file, code, int(state[1]), len(buf), buf.tobytes)
     return _sections_to_columns(file, doc, sections)
+
+
+def warm() -> None:
+    """Compile (first use on an install: ~10-25 s of CPU) or load from numba's cache every kernel entry point, on a
+    tiny document. Call it at install time or early in a process (a thread will do: the kernels release the GIL)."""
+    from ov3d_core.io.predictions import PREDICTION_FIELDS
+
+    buf = np.frombuffer(b'{"a": [{"image_id": 1, "score": 0.5, "x": [1, {"b": "c"}]}]}', np.uint8).copy()
+    state = np.zeros(8, np.int64)
+    K.object_member(buf, 1, len(buf), state)
+    K.object_next(buf, len(buf) - 1, len(buf), state)
+    K.skip_at(buf, 0, len(buf), 1, np.zeros(K.MAX_DEPTH + 2, np.uint8), state, K.LITERALS)
+    _scan_memory("<warm>", buf, 6, len(buf) - 1, PREDICTION_FIELDS)

@@ -368,6 +368,37 @@ def _scalar_token(buf, p, end, eof, state, lits):
 
 
 @njit(cache=True)
+def _end(eof, state, p):
+    """The code for input that ends at p: invalid JSON if it is the real end, else more is needed."""
+    if eof:
+        state[1] = p
+        return _R_SYNTAX
+    return _R_NEED
+
+
+@njit(cache=True)
+def _member_key(buf, p, end, eof, state):
+    """An object member's ``"key" :`` at p (after whitespace): the position after the colon, or a negative code."""
+    if p >= end:
+        return _end(eof, state, p)
+    if buf[p] != 34:
+        state[1] = p
+        return _R_SYNTAX
+    r, flags = scan_string(buf, p, end, eof, state)
+    if r < 0:
+        return r
+    if flags & 2:
+        state[3] |= 2
+    p = _ws(buf, r, end)
+    if p >= end:
+        return _end(eof, state, p)
+    if buf[p] != 58:
+        state[1] = p
+        return _R_SYNTAX
+    return p + 1
+
+
+@njit(cache=True)
 def skip_value(buf, p, end, eof, depth0, stack, state, lits):
     """Skip one JSON value starting at p (after whitespace), validating it. ``depth0``: nesting depth of the value's
     container. Returns the position after it or a negative code (error offset in ``state[1]``)."""
@@ -376,10 +407,7 @@ def skip_value(buf, p, end, eof, depth0, stack, state, lits):
         # a value is expected at p
         p = _ws(buf, p, end)
         if p >= end:
-            if eof:
-                state[1] = p
-                return _R_SYNTAX
-            return _R_NEED
+            return _end(eof, state, p)
         c = buf[p]
         if c == 123 or c == 91:  # '{' '['
             if depth0 + d + 1 > MAX_DEPTH:
@@ -389,33 +417,14 @@ def skip_value(buf, p, end, eof, depth0, stack, state, lits):
             d += 1
             p = _ws(buf, p + 1, end)
             if p >= end:
-                if eof:
-                    state[1] = p
-                    return _R_SYNTAX
-                return _R_NEED
+                return _end(eof, state, p)
             if (c == 123 and buf[p] == 125) or (c == 91 and buf[p] == 93):
                 d -= 1
                 p += 1
             elif c == 123:
-                # first key
-                if buf[p] != 34:
-                    state[1] = p
-                    return _R_SYNTAX
-                r, flags = scan_string(buf, p, end, eof, state)
-                if r < 0:
-                    return r
-                if flags & 2:
-                    state[3] |= 2
-                p = _ws(buf, r, end)
-                if p >= end:
-                    if eof:
-                        state[1] = p
-                        return _R_SYNTAX
-                    return _R_NEED
-                if buf[p] != 58:
-                    state[1] = p
-                    return _R_SYNTAX
-                p += 1
+                p = _member_key(buf, p, end, eof, state)
+                if p < 0:
+                    return p
                 continue
             else:
                 continue
@@ -430,38 +439,15 @@ def skip_value(buf, p, end, eof, depth0, stack, state, lits):
                 return p
             p = _ws(buf, p, end)
             if p >= end:
-                if eof:
-                    state[1] = p
-                    return _R_SYNTAX
-                return _R_NEED
+                return _end(eof, state, p)
             c = buf[p]
             top = stack[d - 1]
             if c == 44:  # ','
                 p = _ws(buf, p + 1, end)
                 if top == 123:
-                    if p >= end:
-                        if eof:
-                            state[1] = p
-                            return _R_SYNTAX
-                        return _R_NEED
-                    if buf[p] != 34:
-                        state[1] = p
-                        return _R_SYNTAX
-                    r, flags = scan_string(buf, p, end, eof, state)
-                    if r < 0:
-                        return r
-                    if flags & 2:
-                        state[3] |= 2
-                    p = _ws(buf, r, end)
-                    if p >= end:
-                        if eof:
-                            state[1] = p
-                            return _R_SYNTAX
-                        return _R_NEED
-                    if buf[p] != 58:
-                        state[1] = p
-                        return _R_SYNTAX
-                    p += 1
+                    p = _member_key(buf, p, end, eof, state)
+                    if p < 0:
+                        return p
                 break
             if (c == 93 and top == 91) or (c == 125 and top == 123):
                 d -= 1
@@ -672,10 +658,7 @@ def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, co
     exact_record = False
     p = _ws(buf, p + 1, end)
     if p >= end:
-        if eof:
-            state[1] = p
-            return _R_SYNTAX, False
-        return _R_NEED, False
+        return _end(eof, state, p), False
     if buf[p] == 125:
         return p + 1, False
     while True:
@@ -696,19 +679,13 @@ def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, co
             state[3] |= 2
         p = _ws(buf, r, end)
         if p >= end:
-            if eof:
-                state[1] = p
-                return _R_SYNTAX, False
-            return _R_NEED, False
+            return _end(eof, state, p), False
         if buf[p] != 58:
             state[1] = p
             return _R_SYNTAX, False
         p = _ws(buf, p + 1, end)
         if p >= end:
-            if eof:
-                state[1] = p
-                return _R_SYNTAX, False
-            return _R_NEED, False
+            return _end(eof, state, p), False
         handled = False
         if f >= 0:
             if status[i, f] != ABSENT:
@@ -758,18 +735,12 @@ def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, co
             p = r
         p = _ws(buf, p, end)
         if p >= end:
-            if eof:
-                state[1] = p
-                return _R_SYNTAX, False
-            return _R_NEED, False
+            return _end(eof, state, p), False
         c = buf[p]
         if c == 44:
             p = _ws(buf, p + 1, end)
             if p >= end:
-                if eof:
-                    state[1] = p
-                    return _R_SYNTAX, False
-                return _R_NEED, False
+                return _end(eof, state, p), False
             continue
         if c == 125:
             return p + 1, exact_record

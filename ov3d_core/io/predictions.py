@@ -29,7 +29,7 @@ import numpy as np
 
 from ov3d_core.errors import InputError
 from ov3d_core.geometry.boxes import corners_from_pose
-from ov3d_core.io._validate import check_file, first_false, first_true, index_of, isin_codes, os_error
+from ov3d_core.io._validate import check_file, file_size, first_false, first_true, index_of, isin_codes, os_error
 from ov3d_core.io import pthfile
 from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_list
 from ov3d_core.model import BoxSet, Dataset, Run
@@ -187,11 +187,8 @@ def _numpy_safe_globals() -> list:
 
 
 def _read_pth(p) -> tuple[Columns, dict]:
+    p, size = file_size(p)
     file = str(p)
-    try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise os_error(p, e) from None
     if size == 0:
         raise InputError(file, None, None, "a torch.save file, got an empty file")
     ok, obj, clean = (False, None, False) if os.environ.get("OV3D_PTH_READER") == "torch" else pthfile.read(p)

@@ -130,51 +130,49 @@ def _outcome(fn, path: Path):
     return kind, value
 
 
-def _both_readers(fn, path: Path, monkeypatch):
+def _readers_agree(fn, path: Path, monkeypatch, same, env: str = "OV3D_JSON_READER",
+                   readers=("dicts", "scan")) -> str:
+    """Run ``fn`` under each reader: the same outcome kind, and ``same(a, b)`` values or identical messages."""
     results = []
-    for reader in ("dicts", "scan"):
-        monkeypatch.setenv("OV3D_JSON_READER", reader)
+    for reader in readers:
+        monkeypatch.setenv(env, reader)
         results.append(_outcome(fn, path))
     (ka, a), (kb, b) = results
     assert ka == kb, (results, path.read_bytes()[:300])
-    return ka, a, b
+    if ka == "ok":
+        same(a, b)
+    else:
+        assert a == b
+    return ka
+
+
+def _same_runs(a, b) -> None:
+    assert_boxsets_equal(a.pred, b.pred)
+    assert a.meta == b.meta
+
+
+def _fuzz_json(text: str, seed: int, name: str, load, same, tmp_path, monkeypatch) -> list[str]:
+    rng = random.Random(seed)
+    kinds = []
+    for k in range(N_JSON):
+        path = tmp_path / f"{name}_{k}.json"
+        path.write_bytes(mutate_json(text, rng))
+        kinds.append(_readers_agree(lambda: load(path), path, monkeypatch, same))
+    assert kinds.count("error") > N_JSON // 3 and kinds.count("ok") > 3  # the mutations do break and spare
+    return kinds
 
 
 # ------------------------------------------------------------------------------------------------ tests
 
 def test_fuzz_gt(demo, tmp_path, monkeypatch):
-    rng = random.Random(11)
-    text = demo["gt"].read_text()
-    kinds = []
-    for k in range(N_JSON):
-        path = tmp_path / f"gt_{k}.json"
-        path.write_bytes(mutate_json(text, rng))
-        kind, a, b = _both_readers(lambda: load_omni3d_gt(path), path, monkeypatch)
-        if kind == "ok":
-            assert_datasets_equal(a, b)
-        else:
-            assert a == b
-        kinds.append(kind)
-    assert kinds.count("error") > N_JSON // 3 and kinds.count("ok") > 3  # the mutations do break and spare
+    _fuzz_json(demo["gt"].read_text(), 11, "gt", load_omni3d_gt, assert_datasets_equal, tmp_path, monkeypatch)
 
 
 def test_fuzz_predictions(demo, tmp_path, monkeypatch):
     monkeypatch.setenv("OV3D_JSON_READER", "dicts")
     ds = load_omni3d_gt(demo["gt"])
-    rng = random.Random(12)
-    text = demo["json"].read_text()
-    kinds = []
-    for k in range(N_JSON):
-        path = tmp_path / f"preds_{k}.json"
-        path.write_bytes(mutate_json(text, rng))
-        kind, a, b = _both_readers(lambda: load_predictions(path, ds), path, monkeypatch)
-        if kind == "ok":
-            assert_boxsets_equal(a.pred, b.pred)
-            assert a.meta == b.meta
-        else:
-            assert a == b
-        kinds.append(kind)
-    assert kinds.count("error") > N_JSON // 3 and kinds.count("ok") > 3
+    _fuzz_json(demo["json"].read_text(), 12, "preds", lambda p: load_predictions(p, ds), _same_runs, tmp_path,
+               monkeypatch)
 
 
 _TENSORS = [lambda: torch.zeros(8, 3, dtype=torch.bfloat16), lambda: torch.ones(3, dtype=torch.bool),
@@ -207,15 +205,8 @@ def test_fuzz_pth(demo, tmp_path, monkeypatch):
             else:
                 rec[rng.choice(["image_id", "instances"])] = rng.choice(_TENSORS)()
             torch.save(recs, path)
-        results = []
-        for reader in ("torch", "auto"):  # torch.load, then the restricted reader of ov3d_core.io.pthfile
-            monkeypatch.setenv("OV3D_PTH_READER", reader)
-            results.append(_outcome(lambda: load_predictions(path, ds, category_list=demo["category_list"]), path))
-        (kind, a), (kb, b) = results
-        assert kind == kb, results
-        if kind == "ok":
-            assert_boxsets_equal(a.pred, b.pred)
-        else:
-            assert a == b
+        # torch.load, then the restricted reader of ov3d_core.io.pthfile
+        kind = _readers_agree(lambda: load_predictions(path, ds, category_list=demo["category_list"]), path,
+                              monkeypatch, _same_runs, env="OV3D_PTH_READER", readers=("torch", "auto"))
         kinds.append(kind)
     assert kinds.count("error") > N_PTH // 3 and kinds.count("ok") > 1
