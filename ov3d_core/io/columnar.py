@@ -14,6 +14,7 @@ then the first whose value breaks the rules (``ov3d_core.io._validate``), each n
 from __future__ import annotations
 
 import codecs
+import ctypes
 import os
 import re
 import sys
@@ -337,10 +338,29 @@ class _Spec:
         self.width = width
 
 
+def _large_blocks_to_os() -> None:
+    """Make glibc serve every allocation above 128 KiB with its own mmap (its default threshold grows to 32 MiB once
+    large blocks are freed, after which the scan's freed pieces stay in the heap: +50% peak RSS at 2M predictions,
+    measured in bench/bench_load.py). Done once per process; a no-op off glibc."""
+    global _MALLOC_SET
+    if _MALLOC_SET:
+        return
+    _MALLOC_SET = True
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).mallopt(-3, 1 << 17)  # M_MMAP_THRESHOLD
+        except (OSError, AttributeError):
+            pass
+
+
+_MALLOC_SET = False
+
+
 class _Scanner:
     """Runs the kernel over one record array, block by block, and gathers its output per field."""
 
     def __init__(self, file: str, fields: Sequence[Field], cap: int | None = None):
+        _large_blocks_to_os()
         self.file = file
         self.spec = sp = _Spec(fields)
         self.cap = cap = _BLOCK_RECORDS if cap is None else cap
@@ -391,19 +411,10 @@ class _Scanner:
         self.kind_pieces.append(self.rec_kind[:n].copy())
 
     def result(self) -> dict:
-        values, status = {}, {}
-        for f in self.spec.fields:
-            parts = self.pieces.pop(f.name)
-            values[f.name] = (np.concatenate(parts) if len(parts) != 1 else parts[0]) if parts else \
-                np.zeros((0, *f.shape), DTYPES.get(f.kind, np.int64))
-            del parts
-            st = self.st_pieces.pop(f.name)
-            status[f.name] = np.concatenate(st) if st else np.zeros(0, np.uint8)
-        rec = np.concatenate(self.rec_pieces) if self.rec_pieces else np.zeros((0, 2), np.int64)
-        kinds = np.concatenate(self.kind_pieces) if self.kind_pieces else np.zeros(0, np.uint8)
-        count = int(self.state[4])
-        names = [self.names[self.name_off[k]:self.name_off[k + 1]].tobytes() for k in range(count)]
-        return {"values": values, "status": status, "rec": rec, "rec_kind": kinds, "names": names}
+        return collect([self])
+
+    def name_list(self) -> list[bytes]:
+        return [self.names[self.name_off[k]:self.name_off[k + 1]].tobytes() for k in range(int(self.state[4]))]
 
     @property
     def flags(self) -> int:
@@ -544,7 +555,7 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
     for sc in used:
         flags |= sc.flags
     _check_flags(file, flags, lambda: _file_chunks(p))
-    return ScannedColumns(file, _merge([sc.result() for sc in used], fields), label, what, fields, _span_reader(p))
+    return ScannedColumns(file, collect(used), label, what, fields, _span_reader(p))
 
 
 def _threads(size: int) -> int:
@@ -611,23 +622,36 @@ def _scan_region(p: Path, size: int, sc: _Scanner, start: int, stop: int, expect
             return code, -1, expect
 
 
-def _merge(results: list[dict], fields) -> dict:
-    """One scan result from those of consecutive regions (their name tables merged)."""
-    if len(results) == 1:
-        return results[0]
+def collect(scanners: list[_Scanner]) -> dict:
+    """One scan result from the pieces of consecutive scanners (their name tables merged), concatenated field by
+    field so that only one field is held twice at a time."""
+    fields = scanners[0].spec.fields
     index: dict[bytes, int] = {}
-    for res in results:
-        remap = np.array([index.setdefault(raw, len(index)) for raw in res["names"]] + [-1], np.int64)
-        for f in fields:
-            if f.kind == "str":
-                vals, ok = res["values"][f.name], res["status"][f.name] == _OK
-                vals[ok] = remap[vals[ok]]
-    out = {"names": list(index)}
-    out["values"] = {f.name: np.concatenate([r["values"].pop(f.name) for r in results]) for f in fields}
-    out["status"] = {f.name: np.concatenate([r["status"].pop(f.name) for r in results]) for f in fields}
-    out["rec"] = np.concatenate([r["rec"] for r in results])
-    out["rec_kind"] = np.concatenate([r["rec_kind"] for r in results])
+    for sc in scanners:
+        remap = np.array([index.setdefault(raw, len(index)) for raw in sc.name_list()] + [-1], np.int64)
+        if len(scanners) > 1:
+            for f in fields:
+                if f.kind == "str":
+                    for vals, st in zip(sc.pieces[f.name], sc.st_pieces[f.name]):
+                        ok = st == _OK
+                        vals[ok] = remap[vals[ok]]
+    out: dict = {"names": list(index), "values": {}, "status": {}}
+    for f in fields:
+        parts = [piece for sc in scanners for piece in sc.pieces.pop(f.name)]
+        out["values"][f.name] = _joined(parts, (0, *f.shape), DTYPES.get(f.kind, np.int64))
+        del parts
+        out["status"][f.name] = _joined([st for sc in scanners for st in sc.st_pieces.pop(f.name)], (0,), np.uint8)
+    out["rec"] = _joined([r for sc in scanners for r in sc.rec_pieces], (0, 2), np.int64)
+    out["rec_kind"] = _joined([k for sc in scanners for k in sc.kind_pieces], (0,), np.uint8)
+    for sc in scanners:
+        sc.rec_pieces, sc.kind_pieces = [], []
     return out
+
+
+def _joined(parts: list, empty_shape, dtype) -> np.ndarray:
+    if not parts:
+        return np.zeros(empty_shape, dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _as_dict_columns(file, doc, label, what, fields, not_list):
