@@ -188,10 +188,11 @@ def test_ignore_name_rule_in_ignore_reasons():
 def test_ignore_names_dropped_and_not_in_vocabulary(tmp_path):
     anns = [make_annotation(1, category="dontcare"), make_annotation(2, category="chair"),
             make_annotation(3, category="void", category_id=500)]
-    ds = load_omni3d_gt(make_gt_json(tmp_path, annotations=anns))
+    cats = make_categories(["dontcare", "chair"]) + [{"id": 500, "name": "void"}]
+    ds = load_omni3d_gt(make_gt_json(tmp_path, annotations=anns, categories=cats))
     assert ds.vocabulary == ("chair",)
     assert ds.gt.record.tolist() == [2]
-    ds = load_omni3d_gt(make_gt_json(tmp_path, annotations=anns), categories=["chair", "dontcare"])
+    ds = load_omni3d_gt(make_gt_json(tmp_path, annotations=anns, categories=cats), categories=["chair", "dontcare"])
     assert ds.vocabulary == ("chair",)
 
 

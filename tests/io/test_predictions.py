@@ -8,7 +8,7 @@ import torch
 
 from ov3d_core.errors import InputError
 from ov3d_core.geometry.boxes import corners_from_pose, rotation_y
-from ov3d_core.io import CUBERCNN_50, DETANY3D_97, load_omni3d_gt, load_predictions
+from ov3d_core.io import CUBERCNN_50, DETANY3D_97, DETANY3D_CATEGORIES, load_omni3d_gt, load_predictions
 from ov3d_core.io.predictions import dataset_category_ids, pose_from_corners
 from ov3d_core.taxonomy import OMNI3D_CATEGORIES
 from tests.io.factories import (
@@ -137,18 +137,25 @@ def test_custom_gt_ids_resolve_predictions(tmp_path):
     assert p.data["in_vocab"].tolist() == [True, True, False]
 
 
-def test_detany3d_id_shift(tmp_path, ds):
-    assert len(DETANY3D_97) == 97 and "fire place" not in DETANY3D_97
-    preds = [make_pred(1, category_id=93), make_pred(1, category_id=96), make_pred(1, category_id=92),
-             make_pred(1, category_id=18)]
+def test_detany3d_ids_are_omni3d_ids_without_the_placeholder(tmp_path, ds):
+    """DetAny3D writes ``thing_classes.index(name)`` of its ``data/category_meta.json``: the Omni3D table for 0-97
+    with entry 93 replaced by the placeholder "todo". Every id is checked."""
+    ids = [i for i in range(98) if i != 93]
+    preds = [make_pred(1, category_id=i) for i in ids]
     run = load_predictions(make_pred_json(tmp_path, preds), ds, format="detany3d-json")
-    assert run.pred.category.tolist() == ["shower curtain", "fireplace", "soundsystem", "chair"]
-    assert OMNI3D_CATEGORIES[94] == "shower curtain" and OMNI3D_CATEGORIES[97] == "fireplace"
-    with pytest.raises(InputError, match="97-entry"):
-        load_predictions(make_pred_json(tmp_path, [make_pred(1, category_id=97)]), ds, format="detany3d-json")
-    # The same ids read as Cube R-CNN JSON are Omni3D global ids.
-    run = load_predictions(make_pred_json(tmp_path, preds[:2]), ds)
-    assert run.pred.category.tolist() == ["fire place", "pen"]
+    assert run.pred.category.tolist() == [OMNI3D_CATEGORIES[i] for i in ids]
+    assert run.pred.data["category_id"].tolist() == ids
+    assert run.pred.category[ids.index(97)] == "fireplace" and run.pred.category[ids.index(94)] == "shower curtain"
+    assert run.pred.category[ids.index(92)] == "soundsystem" and run.pred.category[ids.index(96)] == "pen"
+    assert len(DETANY3D_CATEGORIES) == 97 and 93 not in DETANY3D_CATEGORIES
+    assert DETANY3D_97 == tuple(DETANY3D_CATEGORIES[i] for i in ids)
+    for bad in (93, 98, -1):
+        with pytest.raises(InputError, match=rf"preds.json: \[1\] \(image_id 1\).*`category_id`.*placeholder.*got {bad}"):
+            load_predictions(make_pred_json(tmp_path, [make_pred(1), make_pred(1, category_id=bad)]), ds,
+                             format="detany3d-json")
+    # The same ids read as Cube R-CNN JSON are Omni3D global ids too, 93 included ("fire place").
+    run = load_predictions(make_pred_json(tmp_path, [make_pred(1, category_id=i) for i in range(98)]), ds)
+    assert run.pred.category.tolist() == [OMNI3D_CATEGORIES[i] for i in range(98)]
 
 
 # ------------------------------------------------------------------------------------------------ .pth
@@ -168,11 +175,11 @@ def _pth_records(anns, contiguous: dict[str, int]):
             for i, inst in recs.items()]
 
 
-def test_pth_round_trip_default_category_list(tmp_path, ds, anns):
+def test_pth_round_trip_omni3d50_category_list(tmp_path, ds, anns):
     contiguous = {n: i for i, n in enumerate(CUBERCNN_50)}
     path = tmp_path / "instances_predictions.pth"
     torch.save(_pth_records(anns, contiguous), path)
-    run = load_predictions(path, ds)
+    run = load_predictions(path, ds, category_list=CUBERCNN_50)
     p = run.pred
     assert run.meta["format"] == "cubercnn-pth" and run.meta["n_records"] == 2
     assert p.category.tolist() == ["chair", "table", "car"]
@@ -221,7 +228,7 @@ def test_pth_bad_field_names_record_and_instance(tmp_path, ds, anns):
     path = tmp_path / "p.pth"
     torch.save(recs, path)
     with pytest.raises(InputError, match=r"p.pth: \[1\]\.instances\[0\].*`bbox3D`"):
-        load_predictions(path, ds)
+        load_predictions(path, ds, category_list=CUBERCNN_50)
 
 
 def test_pth_garbage_and_empty(tmp_path, ds):

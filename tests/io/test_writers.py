@@ -53,7 +53,7 @@ def test_round_trip_from_pth(tmp_path, setup):
         r["bbox3D"] = torch.tensor(r["bbox3D"], dtype=torch.float64)
     torch.save([{"image_id": 1, "instances": recs[:1]}, {"image_id": 2, "instances": recs[1:]}],
                tmp_path / "p.pth")
-    run = load_predictions(tmp_path / "p.pth", ds)
+    run = load_predictions(tmp_path / "p.pth", ds, category_list=CUBERCNN_50)
     back = load_predictions(write_cubercnn_json(run, tmp_path / "p.json"), ds)
     assert back.pred.category.tolist() == ["chair", "table"]
     assert back.pred.data["category_id"].tolist() == [18, 37]  # Omni3D global ids in the JSON
@@ -93,7 +93,7 @@ def test_input_files_unchanged(tmp_path, setup):
     before = {f: (file_digest(f), f.stat().st_mtime_ns) for f in files}
     load_omni3d_gt(gt)
     load_predictions(preds, ds)
-    load_predictions(pth, ds)
+    load_predictions(pth, ds, category_list=CUBERCNN_50)
     kds = load_kitti_gt(label_dir, calib_dir, image_dir=image_dir)
     load_kitti_predictions(res, kds, calib_dir=calib_dir)
     after = {f: (file_digest(f), f.stat().st_mtime_ns) for f in files}
