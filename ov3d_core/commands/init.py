@@ -130,10 +130,11 @@ def _int_ids(values) -> frozenset | None:
 
 
 def _read_json_file(p: Path):
-    from ov3d_core.io._validate import read_json
+    from ov3d_core.io._validate import read_bytes
+    from ov3d_core.io.jsontext import parse_json
 
     try:
-        return read_json(p), None
+        return parse_json(str(p), read_bytes(p)), None
     except InputError as exc:
         return None, str(exc).split(": ", 1)[-1]
     except RecursionError:
@@ -282,7 +283,8 @@ def _classify_pth(p: Path, scan: Scan) -> None:
     from ov3d_core.io.predictions import _read_pth
 
     try:
-        recs, _, meta = _read_pth(p)
+        cols, meta = _read_pth(p)
+        recs = [cols.record(i) for i in range(len(cols))]
     except InputError as exc:
         scan.skipped.append((p, str(exc).split(": ", 1)[-1]))
         return

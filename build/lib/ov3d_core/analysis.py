@@ -677,25 +677,33 @@ class Analysis:
         rm = self.remapper(view.dataset, self._need_run(view), view.remap)
         return rm.text_embeddings(view.remap.template)
 
-    def template_scores(self, view: View, templates: Sequence[str] = DEFAULT_TEMPLATES) -> pd.DataFrame:
-        """One row per template: template, group, text, AP3D, AP3D@25 (percent), recall3D@15, n_kept — the run
-        remapped under each template at the view's θ and scored under its protocol."""
+    def template_labels(self, view: View, templates: Sequence[str] = DEFAULT_TEMPLATES) -> pd.DataFrame:
+        """``template`` (its id, or its text for a custom template, or the spec of an ensemble), ``group`` and
+        ``text`` of each template spec (no scoring)."""
         if view.remap is None:
             raise _view_error("remap", "a RemapSpec (encoder, θ, score mode)", None)
         rm = self.remapper(view.dataset, self._need_run(view), view.remap)
         rows = []
         for spec in templates:
             ts = rm.resolve(spec)
-            v = view.with_(remap=replace(view.remap, template=spec))
-            s = self.summary(v)
             one = ts[0] if len(ts) == 1 else None
             rows.append({"template": (one.text if one.group == "custom" else one.id) if one else spec,
                          "group": ts[0].group if len({t.group for t in ts}) == 1 else "ensemble",
-                         "text": ts[0].text if len(ts) == 1 else " | ".join(t.text for t in ts),
-                         "AP3D": s.get("AP3D", np.nan), "AP3D@25": s.get("AP3D@25", np.nan),
+                         "text": ts[0].text if len(ts) == 1 else " | ".join(t.text for t in ts)})
+        return pd.DataFrame(rows, columns=["template", "group", "text"])
+
+    def template_scores(self, view: View, templates: Sequence[str] = DEFAULT_TEMPLATES) -> pd.DataFrame:
+        """One row per template: template, group, text, AP3D, AP3D@25 (percent), recall3D@15, n_kept — the run
+        remapped under each template at the view's θ and scored under its protocol."""
+        out = self.template_labels(view, templates)
+        vals = []
+        for spec in templates:
+            v = view.with_(remap=replace(view.remap, template=spec))
+            s = self.summary(v)
+            vals.append({"AP3D": s.get("AP3D", np.nan), "AP3D@25": s.get("AP3D@25", np.nan),
                          RECALL_KEY: s.get(RECALL_KEY, np.nan),
                          "n_kept": int(np.count_nonzero(self.label_view(v).evaluated))})
-        return pd.DataFrame(rows, columns=["template", "group", "text", "AP3D", "AP3D@25", RECALL_KEY, "n_kept"])
+        return pd.concat([out, pd.DataFrame(vals, columns=["AP3D", "AP3D@25", RECALL_KEY, "n_kept"])], axis=1)
 
     def prompt_sensitivity(self, view: View, templates: Sequence[str] = DEFAULT_TEMPLATES):
         """Prompt sensitivity (Table 8): mAP3D per template and prompt type, CV (σ/μ, population σ), drops."""

@@ -67,6 +67,9 @@ class ReportOptions:
         theta: remap threshold (None: the encoder's default); score_mode: remap score fusion.
         templates: the templates of the prompt probe (default: the 15 presets).
         remap_runs: restrict the prompt tables to these runs (None: every remappable run).
+        engine: "local" or "ray": with "ray", the crop embeddings of the remapped runs are computed on Ray
+            (``ov3d_core.remap.engines``) and the template table is a Ray sweep (``ov3d_core.remap.sweep``): the same
+            numbers as "local". ``address``: the Ray cluster (None: a local instance).
         boxes: also write the per-prediction and per-GT status tables (``pred_status``, ``gt_status``) at
             ``status_iou`` (large: one row per box).
     """
@@ -88,6 +91,8 @@ class ReportOptions:
     remap_runs: tuple[str, ...] | None = None
     boxes: bool = False
     status_iou: float = STATUS_IOU
+    engine: str = "local"
+    address: str | None = None
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -96,6 +101,8 @@ class ReportOptions:
             raise ValueError(f"Expected positive n_subsets and subset_size, got {self.n_subsets}, {self.subset_size}")
         if not 0.0 < self.confusion_iou <= 1.0:
             raise ValueError(f"confusion_iou: expected a value in (0, 1], got {self.confusion_iou}")
+        if self.engine not in ("local", "ray"):
+            raise ValueError(f"engine: expected 'local' or 'ray', got {self.engine!r}")
 
     def view(self, dataset: str, run: str | None = None, **kw) -> View:
         return View(dataset=dataset, run=run, protocol=self.protocol, min_score=self.min_score,
@@ -494,11 +501,16 @@ def prompt_tables(a: Analysis, views: Sequence[View], options: ReportOptions) ->
     for every remapped view (empty tables without an encoder)."""
     if options.encoder is None:
         return {}
+    from ov3d_core.diagnostics.prompts import prompt_sensitivity
+
     tpl, sens, cons, ranks, vocab, calib = [], [], [], [], [], []
     templates = tuple(options.templates)
-    for v in remap_views(a, views, options):
-        tpl.append(_keyed(a.template_scores(v, templates), v))
-        s = a.prompt_sensitivity(v, templates)
+    rviews = remap_views(a, views, options)
+    swept = _ray_template_scores(a, rviews, options) if options.engine == "ray" else None
+    for v in rviews:
+        t = a.template_scores(v, templates) if swept is None else swept[(v.dataset, v.run)]
+        tpl.append(_keyed(t, v))
+        s = prompt_sensitivity(dict(zip(t["template"], t["AP3D"])), dict(zip(t["template"], t["group"])))
         sens.append({"run": v.run, "dataset": v.dataset, "encoder": v.remap.encoder, "theta": a.theta(v),
                      **{f"mean_{g}": m for g, m in s.group_mean.items()}, "mean": s.mean, "std": s.std, "cv": s.cv,
                      "drop_standard_to_overdetailed": s.drop_standard_to_overdetailed})
@@ -512,6 +524,40 @@ def prompt_tables(a: Analysis, views: Sequence[View], options: ReportOptions) ->
     return {"prompt_templates": _concat(tpl), "prompt_sensitivity": pd.DataFrame(sens),
             "prompt_consistency": pd.DataFrame(cons), "label_ranks": pd.DataFrame(ranks),
             "vocabulary_curve": _concat(vocab), "calibration": _concat(calib)}
+
+
+def _ray_template_scores(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict:
+    """``Analysis.template_scores`` of every view, computed on Ray: the crop embeddings with the Ray engine, then one
+    sweep task per (dataset, run). Same columns and numbers as the in-process table."""
+    from ov3d_core.remap.cache import EmbeddingStore
+    from ov3d_core.remap.engines import embed
+    from ov3d_core.remap.sweep import SweepJob, sweep
+
+    if not views or a.benchmark.config.path is None:
+        return {}
+    store = EmbeddingStore(a.embedding_dir)
+    jobs = []
+    for v in views:
+        b = a.benchmark
+        rep = embed(store, b.dataset(v.dataset), b.run(v.run, v.dataset), v.remap.encoder, engine="ray",
+                    crops_json=b.run_spec(v.run, v.dataset).crops, address=options.address, progress=False)
+        if rep.embeddings is None:
+            from ov3d_core.errors import InputError
+
+            raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
+                             "; ".join(str(f) for f in rep.failures))
+        jobs += [SweepJob(v.dataset, v.run, v.remap.encoder, t, a.theta(v), v.protocol, v.remap.score_mode)
+                 for t in options.templates]
+    rows = sweep(a.benchmark.config.path, jobs, engine="ray", cache_dir=a.embedding_dir, address=options.address)
+    out = {}
+    for v in views:
+        local = rows[(rows["dataset"] == v.dataset) & (rows["run"] == v.run)].reset_index(drop=True)
+        labels = a.template_labels(v, options.templates)
+        out[(v.dataset, v.run)] = pd.DataFrame({
+            "template": labels["template"], "group": labels["group"], "text": labels["text"],
+            "AP3D": local["AP3D"], "AP3D@25": local["AP3D@25"], RECALL_KEY: local[RECALL_KEY],
+            "n_kept": local["n_evaluated"].astype(int)})
+    return out
 
 
 def prompt_cv(a: Analysis, options: ReportOptions) -> dict[str, float]:

@@ -1,10 +1,20 @@
-"""``python -m ov3d_core embed``: compute (or resume) the crop embeddings of one run, cached on disk."""
+"""``python -m ov3d_core embed``: compute (or resume) the crop embeddings of one run, cached on disk.
+
+``--engine local`` (default) encodes in this process; ``--engine ray`` spreads the run's shards over a Ray cluster
+(crops in CPU tasks, one encoder actor per GPU or CPU) and writes the same cache. Either engine resumes what the
+other left: finished shards are kept, only missing ones are computed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
+
+from ov3d_core.errors import InputError
+
+CLI = "command line"
 
 
 def add_encoder_args(p: argparse.ArgumentParser) -> None:
@@ -14,14 +24,72 @@ def add_encoder_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", required=True, help="run (detector) name on that dataset")
     p.add_argument("--encoder", default="proxy",
                    help="`proxy` (demo stand-in: MiniLM on the demo's crop captions) or `hf:<checkpoint or dir>` "
-                        "(SigLIP / SigLIP 2 / CLIP, e.g. hf:google/siglip2-base-patch16-224)")
+                        "(SigLIP / SigLIP 2 / CLIP, e.g. hf:google/siglip2-base-patch16-224 from the local "
+                        "Hugging Face cache, or hf:/path/to/dir)")
     p.add_argument("--batch-size", type=int, default=None, help="crops per encoder forward pass (default 64)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when available)")
     p.add_argument("--pad", type=float, default=0.0, help="context added around each crop, fraction per side")
     p.add_argument("--min-size", type=float, default=8, help="smallest crop side in pixels")
-    p.add_argument("--chunk-size", type=int, default=256, help="crops per saved chunk (resume granularity)")
+    p.add_argument("--chunk-size", type=int, default=256,
+                   help="crops per saved shard (resume granularity and the unit of work on Ray)")
     p.add_argument("--cache-dir", default=None, help="embedding cache root (default: <benchmark cache_dir>/embeddings)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    """``embed``'s engine options."""
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this process (default); ray: Ray Data on a Ray cluster (needs the `ray` extra)")
+    p.add_argument("--address", default=None,
+                   help="ray: `auto` (the cluster this machine is part of), HOST:PORT, or ray://HOST:PORT "
+                        "(default: start a Ray instance on this machine)")
+    p.add_argument("--gpus-per-worker", type=float, default=None,
+                   help="ray: GPUs per encoder worker (default 1 when the cluster has GPUs; 0: CPU workers)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="ray: number of encoder workers (default: one per GPU share, else one per CPU)")
+
+
+def _positive_int(value, option: str) -> None:
+    if value is not None and value < 1:
+        raise InputError(CLI, None, option, "a positive integer", value)
+
+
+def _finite(value, option: str, lo: float = 0.0) -> None:
+    if value is not None and not (math.isfinite(value) and value >= lo):
+        raise InputError(CLI, None, option, f"a finite number >= {lo:g}", value)
+
+
+def check_args(args) -> None:
+    """Refuse bad options in one line before anything is loaded (the encoder spec included: a checkpoint that is
+    neither a directory nor in the local Hugging Face cache fails here, in well under a second when offline)."""
+    from ov3d_core.remap.encoders import ENCODER_SPEC_HINT, check_encoder_spec
+
+    _positive_int(args.chunk_size, "--chunk-size")
+    _positive_int(args.batch_size, "--batch-size")
+    _finite(args.pad, "--pad")
+    _finite(args.min_size, "--min-size")
+    engine = getattr(args, "engine", "local")
+    ray_only = {"--address": getattr(args, "address", None),
+                "--gpus-per-worker": getattr(args, "gpus_per_worker", None), "--workers": getattr(args, "workers", None)}
+    if engine == "ray":
+        from ov3d_core.remap.engines.ray_data import check_address
+
+        check_address(ray_only["--address"])
+        _finite(ray_only["--gpus-per-worker"], "--gpus-per-worker")
+        _positive_int(ray_only["--workers"], "--workers")
+        if args.device is not None:
+            raise InputError(CLI, None, "--device", "unset with --engine ray (workers use their GPU, or the CPU "
+                             "with --gpus-per-worker 0)", args.device)
+    else:
+        given = [k for k, v in ray_only.items() if v is not None]
+        if given:
+            raise InputError(CLI, None, given[0], "used with --engine ray only", ray_only[given[0]])
+    try:
+        check_encoder_spec(args.encoder)
+    except InputError as exc:
+        if exc.file is not None:  # a checkpoint that cannot be loaded: its own message names it
+            raise
+        raise InputError(CLI, None, "--encoder", ENCODER_SPEC_HINT, args.encoder) from None
 
 
 def load_bench(path):
@@ -43,10 +111,12 @@ def embedding_store(bench, cache_dir):
 
 
 def prepare(args):
-    """Benchmark, dataset, run, encoder, store and the run's crop embeddings (computed if missing)."""
+    """Benchmark, dataset, run, encoder, store and the run's crop embeddings (computed in this process if
+    missing)."""
     from ov3d_core.remap.encoders import make_encoder
     from ov3d_core.remap.pipeline import embed_run
 
+    check_args(args)
     bench = load_bench(args.benchmark)
     ds = bench.dataset(args.dataset)
     run = bench.run(args.run, args.dataset)
@@ -58,22 +128,61 @@ def prepare(args):
     return bench, ds, run, spec, encoder, store, emb
 
 
+def compute(args):
+    """The :class:`~ov3d_core.remap.engines.EmbedReport` of ``embed`` with the chosen engine."""
+    from ov3d_core.remap.engines import embed
+
+    check_args(args)
+    kw: dict = {}
+    if args.engine == "ray":
+        try:
+            import ray.data  # noqa: F401
+        except ImportError:
+            raise InputError(CLI, None, "--engine", "ray with Ray Data installed (pip install 'ray[data]', or "
+                             "the project's `ray` extra)", "ray") from None
+        kw.update(address=args.address, gpus_per_worker=args.gpus_per_worker, workers=args.workers)
+    else:
+        kw.update(device=args.device)
+    bench = load_bench(args.benchmark)
+    ds = bench.dataset(args.dataset)
+    run = bench.run(args.run, args.dataset)
+    spec = bench.run_spec(args.run, args.dataset)
+    store = embedding_store(bench, args.cache_dir)
+    return embed(store, ds, run, args.encoder, engine=args.engine, crops_json=getattr(spec, "crops", None),
+                 pad=args.pad, min_size=args.min_size, chunk_size=args.chunk_size, batch_size=args.batch_size,
+                 progress=not args.no_progress, **kw)
+
+
 def run_embed(args) -> int:
     t = time.perf_counter()
-    _, ds, run, _, encoder, _, emb = prepare(args)
-    n_valid = int(emb.valid.sum())
-    print(f"encoder: {encoder.name}")
-    print(f"{ds.name} / {run.name}: {len(emb)} predictions, {n_valid} crops embedded "
-          f"({len(emb) - n_valid} without a crop: behind the camera, off the image or no caption), d = {emb.dim}")
-    print(f"cache: {emb.path}  ({time.perf_counter() - t:.1f} s)")
-    if "stand-in" in encoder.name:
+    rep = compute(args)
+    print(f"encoder: {rep.encoder_name}")
+    where = f"ray, {rep.workers} workers" if rep.engine == "ray" else rep.engine
+    shards = ("shards:  already complete" if rep.cached else
+              f"shards:  {len(rep.written)} of {rep.n_shards} computed now ({where})")
+    if "stand-in" in rep.encoder_name:
         print("note: the proxy encoder is a demo stand-in (sentence embeddings of the demo's crop captions), "
               "not an image encoder", file=sys.stderr)
+    if rep.failures:
+        print(shards)
+        for f in rep.failures:
+            print(f"error: {f.message()}", file=sys.stderr)
+        print(f"error: {len(rep.failures)} of {rep.n_shards} shards failed; the others are saved, and the cache "
+              "entry stays incomplete: fix the inputs and run the same command again to compute only the failed "
+              f"shards ({time.perf_counter() - t:.1f} s)", file=sys.stderr)
+        return 2 if all(f.kind == "input" for f in rep.failures) else 1
+    emb = rep.embeddings
+    n_valid = int(emb.valid.sum())
+    print(f"{rep.dataset} / {rep.run}: {len(emb)} predictions, {n_valid} crops embedded ({len(emb) - n_valid} "
+          f"without a crop: behind the camera, off the image or no caption), d = {emb.dim}")
+    print(shards)
+    print(f"cache:   {emb.path}  ({time.perf_counter() - t:.1f} s)")
     return 0
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("embed", help="compute crop embeddings of a run (cached, resumable)",
-                              description=__doc__)
+    p = subparsers.add_parser("embed", help="compute crop embeddings of a run (cached, resumable; local or Ray)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_encoder_args(p)
+    add_engine_args(p)
     p.set_defaults(func=run_embed)

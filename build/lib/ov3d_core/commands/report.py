@@ -57,6 +57,9 @@ def register(sub) -> None:
                    help="remap threshold (default: 0.5 for a calibrated probability, 0 for a cosine)")
     p.add_argument("--score-mode", default="detector", choices=["detector", "similarity", "product"],
                    help="remap score fusion (default: detector)")
+    p.add_argument("--engine", default="local", choices=["local", "ray"],
+                   help="ray: the prompt tables' crop embeddings and template sweep run on a Ray cluster (same numbers)")
+    p.add_argument("--address", default=None, help="Ray cluster address with --engine ray (auto, HOST:PORT, ray://...)")
     p.add_argument("--boxes", action="store_true",
                    help="also write the status of every prediction and GT box (pred_status, gt_status)")
     p.add_argument("--status-iou", type=_iou, default=0.25,
@@ -89,7 +92,9 @@ def run(args) -> int:
                             subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
                             tide_fg=args.tide_fg, tide_bg=args.tide_bg, encoder=args.encoder, theta=args.theta,
                             score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
-                            status_iou=args.status_iou)
+                            status_iou=args.status_iou, engine=args.engine, address=args.address)
+    if args.engine == "ray" and args.encoder is None:
+        raise InputError(None, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
     config = a.benchmark.config
     n = len(config.runs)

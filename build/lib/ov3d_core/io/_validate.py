@@ -1,17 +1,23 @@
-"""Shared input checks for the loaders: file reading and vectorised column extraction.
+"""Shared input checks for the loaders: files, value conversion with exact rules, small array helpers.
 
-The pattern everywhere: pull one field out of every record with a list comprehension, turn it into a numpy array in
-one call, and check dtype, shape and finiteness on the whole array. Only when that fails do we scan record by record,
-to name the *first* offending record in the ``InputError``. Loading 500,000 records therefore costs a few numpy
-conversions, not 500,000 Python-level checks.
+Value rules (every numeric field of every loader):
+
+* float: an int or a float (JSON number, Python/numpy scalar), finite. Booleans are refused, also inside arrays.
+* int: an int within int64, or a float with an integral value within int64 (``5.0``); booleans refused.
+* bool: ``true``/``false``, or the integers 0 and 1.
+* arrays: nested lists (or numpy arrays) of exactly the declared shape, every element by the rule above.
+
+``convert_many`` converts a whole column with one numpy call and vectorised checks; only when that fails does it look
+at the values one by one, to name the *first* offending one.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import os
+import stat
 import warnings
-from collections.abc import Callable, Sequence
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +30,14 @@ class CornerMismatchWarning(UserWarning):
     ``R_cam``."""
 
 
-_MISSING = object()
+MISSING = object()
 
-#: dtype kinds accepted per value kind.
+DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
 _KINDS = {"float": "iuf", "int": "iuf", "bool": "bui"}
+_I64_LO, _I64_HI = -(2 ** 63), 2 ** 63  # [lo, hi)
 
+
+# ------------------------------------------------------------------------------------------------------- files
 
 def as_path(path) -> Path:
     try:
@@ -38,13 +47,27 @@ def as_path(path) -> Path:
 
 
 def check_file(path) -> Path:
-    """An existing regular file, else ``InputError`` naming the path."""
+    """An existing regular file, else ``InputError`` naming the path (also when it cannot even be looked at)."""
     p = as_path(path)
-    if not p.exists():
-        raise InputError(str(p), None, None, "an existing file (no such file)")
-    if not p.is_file():
-        raise InputError(str(p), None, None, "a regular file, not a folder")
+    try:
+        st = p.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(str(p), None, None, "an existing file (no such file)") from None
+    except OSError as e:
+        raise os_error(p, e) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(str(p), None, None, "a regular file, not a folder" if stat.S_ISDIR(st.st_mode)
+                         else "a regular file")
     return p
+
+
+def file_size(path) -> tuple[Path, int]:
+    """``check_file`` and the file's size."""
+    p = check_file(path)
+    try:
+        return p, p.stat().st_size
+    except OSError as e:
+        raise os_error(p, e) from None
 
 
 def check_dir(path) -> Path:
@@ -54,19 +77,22 @@ def check_dir(path) -> Path:
     return p
 
 
-def read_json(path):
-    """Parse a JSON file; missing, empty, undecodable or malformed files raise ``InputError`` (with line/column)."""
-    p = check_file(path)
-    data = p.read_bytes()
-    if not data.strip():
-        raise InputError(str(p), None, None, "a JSON document, got an empty file")
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as e:
-        raise InputError(str(p), f"line {e.lineno} column {e.colno}", None, f"valid JSON ({e.msg})") from None
-    except UnicodeDecodeError as e:
-        raise InputError(str(p), f"byte {e.start}", None, "UTF-8 encoded JSON text") from None
+def os_error(path, exc: OSError) -> InputError:
+    """One line for an ``OSError`` raised while reading ``path`` (permission denied, I/O error, ...)."""
+    what = exc.strerror or type(exc).__name__
+    return InputError(str(path), None, None, f"a readable file ({what})")
 
+
+def read_bytes(path) -> bytes:
+    """The bytes of an existing file; unreadable files raise ``InputError``."""
+    p = check_file(path)
+    try:
+        return p.read_bytes()
+    except OSError as e:
+        raise os_error(p, e) from None
+
+
+# ------------------------------------------------------------------------------------------------------- values
 
 def describe(kind: str, shape: tuple[int, ...]) -> str:
     """Human text for an expected value: ``3 finite numbers``, ``a 3x3 array of finite numbers``, ``an integer``."""
@@ -91,131 +117,145 @@ def _to_array(vals) -> np.ndarray | None:
         return None
 
 
-def _array_ok(arr: np.ndarray | None, kind: str, shape: tuple[int, ...], n: int) -> bool:
+def _has_bool(vals, depth: int) -> bool:
+    """Any bool (Python, numpy scalar or bool array) among ``vals`` or their nested items ``depth`` levels down."""
+    items = vals
+    for level in range(depth + 1):
+        types = set(map(type, items))
+        if bool in types or np.bool_ in types:
+            return True
+        if np.ndarray in types and any(v.dtype.kind == "b" for v in items if type(v) is np.ndarray):
+            return True
+        if level < depth:
+            if types <= {list, tuple}:
+                items = list(chain.from_iterable(items))
+            else:
+                items = list(chain.from_iterable(v for v in items if type(v) in (list, tuple)))
+    return False
+
+
+def _nested_lists(vals: list, kind: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The fast case of ``_bulk``: values parsed from JSON, nested Python lists of exactly ``shape`` holding Python
+    ints/floats (bools are their own type here, so they fail ``types <= {int, float}``). None if it is not that."""
+    items = vals
+    for d in shape:
+        if set(map(type, items)) != {list} or set(map(len, items)) != {d}:
+            return None
+        items = list(chain.from_iterable(items))
+    types = set(map(type, items))
+    try:
+        if kind == "float" and types <= {float, int}:
+            flat = np.fromiter(items, np.float64, len(items))
+            if not np.isfinite(flat).all():
+                return None
+        elif kind == "int" and types <= {int}:
+            flat = np.fromiter(items, np.int64, len(items))
+        elif kind == "bool" and types <= {bool}:
+            flat = np.fromiter(items, np.bool_, len(items))
+        else:
+            return None
+    except OverflowError:
+        return None
+    return flat.reshape(len(vals), *shape)
+
+
+def _bulk(vals: list, kind: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The column as an array of ``DTYPES[kind]`` if every value follows the rules, else None (vectorised)."""
+    n = len(vals)
+    fast = _nested_lists(vals, kind, shape)
+    if fast is not None:
+        return fast
+    arr = _to_array(vals)
     if arr is None or arr.shape != (n, *shape) or arr.dtype.kind not in _KINDS[kind]:
-        return False
+        return None
     if kind == "bool":
-        return arr.dtype.kind == "b" or bool(np.isin(arr, (0, 1)).all())
+        if arr.dtype.kind != "b" and not np.isin(arr, (0, 1)).all():
+            return None
+        return arr.astype(bool)
+    if arr.dtype.kind == "b" or _has_bool(vals, len(shape)):
+        return None
+    if kind == "float":
+        out = arr.astype(np.float64, copy=False)
+        return out if np.isfinite(out).all() else None
+    if arr.dtype.kind == "u":
+        return arr.astype(np.int64) if not len(arr) or arr.max() < _I64_HI else None
     if arr.dtype.kind == "f":
-        if not np.isfinite(arr).all():
-            return False
-        if kind == "int" and not (arr == np.round(arr)).all():
-            return False
-    return True
+        if not (np.isfinite(arr).all() and (arr == np.round(arr)).all()
+                and (arr >= _I64_LO).all() and (arr < _I64_HI).all()):
+            return None
+        return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)
 
 
-def value_ok(v, kind: str, shape: tuple[int, ...]) -> bool:
-    """Check one value (the slow path, used to find the first bad record)."""
+def _scalar(v, kind: str):
+    """One scalar by the rules, as a Python value of the kind, or None."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v) if kind == "bool" else None
+    if isinstance(v, np.generic):
+        v = v.item()
+    if not isinstance(v, (int, float)):
+        return None
+    if kind == "bool":
+        return bool(v) if isinstance(v, int) and v in (0, 1) else None
+    if kind == "float":
+        try:
+            f = float(v)
+        except OverflowError:
+            return None
+        return f if math.isfinite(f) else None
+    if isinstance(v, float):
+        if not math.isfinite(v) or v != math.floor(v):
+            return None
+        v = int(v)
+    return v if _I64_LO <= v < _I64_HI else None
+
+
+def _flat(v, kind: str, shape: tuple[int, ...], out: list) -> bool:
+    if not shape:
+        s = _scalar(v, kind)
+        if s is None:
+            return False
+        out.append(s)
+        return True
+    if isinstance(v, np.ndarray):
+        if v.shape != shape or v.dtype.kind not in _KINDS[kind] or (kind != "bool" and v.dtype.kind == "b"):
+            return False
+        return all(_flat(x, kind, (), out) for x in v.ravel().tolist())
+    if not isinstance(v, (list, tuple)) or len(v) != shape[0]:
+        return False
+    return all(_flat(x, kind, shape[1:], out) for x in v)
+
+
+def convert_value(v, kind: str, shape: tuple[int, ...] = ()):
+    """One value by the rules: an array of ``shape`` (a Python str for kind "str"), or None if it breaks them."""
     if kind == "str":
-        return isinstance(v, str)
-    if isinstance(v, (str, bytes)) or (kind != "bool" and isinstance(v, (bool, np.bool_))):
-        return False
-    a = _to_array(v)
-    if a is None or a.ndim != len(shape):
-        return False
-    return _array_ok(a.reshape(1, *a.shape), kind, shape, 1)
+        return v if type(v) is str else None
+    flat: list = []
+    if not _flat(v, kind, shape, flat):
+        return None
+    return np.array(flat, dtype=DTYPES[kind]).reshape(shape)
 
 
-class Records:
-    """A list of dict records from one file, with column extraction that raises ``InputError`` naming the file, the
-    first offending record (via ``label(i)``) and the field."""
+def convert_many(vals: list, kind: str, shape: tuple[int, ...] = ()) -> tuple[np.ndarray | None, int | None]:
+    """``(array (n, *shape), None)`` if every value follows the rules, else ``(None, index of the first that does
+    not)``."""
+    if not vals:
+        return np.zeros((0, *shape), DTYPES[kind]), None
+    arr = _bulk(vals, kind, shape)
+    if arr is not None:
+        return arr, None
+    parts = []
+    for j, v in enumerate(vals):
+        a = convert_value(v, kind, shape)
+        if a is None:
+            return None, j
+        parts.append(a)
+    return np.stack(parts).astype(DTYPES[kind]), None
 
-    def __init__(self, file, records: Sequence, label: Callable[[int], str], what: str = "an object"):
-        self.file = None if file is None else str(file)
-        self.records = records
-        self.label = label
-        bad = next((i for i, r in enumerate(records) if not isinstance(r, dict)), None)
-        if bad is not None:
-            raise InputError(self.file, label(bad), None, what, got=type(records[bad]).__name__)
 
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def error(self, i: int, field: str | None, expected: str, got=_MISSING) -> InputError:
-        return InputError(self.file, self.label(i), field, expected, got=None if got is _MISSING else got)
-
-    def has(self, field: str) -> np.ndarray:
-        """Mask of records where ``field`` is present and not null."""
-        return np.array([r.get(field) is not None for r in self.records], dtype=bool).reshape(len(self.records))
-
-    def raw(self, field: str, default=_MISSING, kind: str = "float", shape: tuple[int, ...] = ()) -> list:
-        """The field of every record; missing (or null) values become ``default`` or raise."""
-        if default is _MISSING:
-            try:
-                vals = [r[field] for r in self.records]
-            except KeyError:
-                i = next(i for i, r in enumerate(self.records) if field not in r)
-                raise self.error(i, field, f"present ({describe(kind, shape)})") from None
-            if any(v is None for v in vals):
-                i = next(i for i, v in enumerate(vals) if v is None)
-                raise self.error(i, field, f"{describe(kind, shape)}, got null")
-            return vals
-        vals = [r.get(field, default) for r in self.records]
-        if any(v is None for v in vals):
-            vals = [default if v is None else v for v in vals]
-        return vals
-
-    def column(self, field: str, shape: tuple[int, ...] = (), kind: str = "float", default=_MISSING,
-               rows: np.ndarray | None = None) -> np.ndarray:
-        """``(n, *shape)`` array of the field (float64, int64 or bool by ``kind``); ``rows`` restricts the check to
-        a subset of records (the result then has ``len(rows)`` rows)."""
-        vals = self.raw(field, default, kind, shape) if rows is None else self._raw_rows(field, rows, default, kind,
-                                                                                        shape)
-        return self._convert(field, vals, shape, kind, rows)
-
-    def _convert(self, field, vals, shape, kind, rows):
-        n = len(vals)
-        dtype = {"float": np.float64, "int": np.int64, "bool": bool}[kind]
-        if n == 0:
-            return np.zeros((0, *shape), dtype)
-        arr = _to_array(vals)
-        if not _array_ok(arr, kind, shape, n):
-            j = next((j for j, v in enumerate(vals) if not value_ok(v, kind, shape)), None)
-            if j is None:  # cannot happen in practice; keep a clear message anyway
-                raise self.error(0, field, describe(kind, shape))
-            i = j if rows is None else int(rows[j])
-            raise self.error(i, field, describe(kind, shape), got=vals[j])
-        if kind == "bool":
-            return arr.astype(bool)
-        return arr.astype(dtype, copy=False)
-
-    def _raw_rows(self, field, rows, default, kind, shape):
-        recs = self.records
-        if default is _MISSING:
-            vals = [recs[i].get(field) for i in rows]
-            if any(v is None for v in vals):
-                j = next(j for j, v in enumerate(vals) if v is None)
-                raise self.error(int(rows[j]), field, f"present ({describe(kind, shape)})")
-            return vals
-        return [default if (v := recs[i].get(field)) is None else v for i in rows]
-
-    def optional(self, field: str, shape: tuple[int, ...] = (), kind: str = "float",
-                 fill=np.nan) -> tuple[np.ndarray, np.ndarray]:
-        """Field present on some records: ``(values, with `fill` where absent or null; present mask)``."""
-        n = len(self.records)
-        try:  # fast path: present (and not null) everywhere
-            vals = [r[field] for r in self.records]
-        except KeyError:
-            vals = None
-        if vals is not None and not any(v is None for v in vals):
-            return self._convert(field, vals, shape, kind, None), np.ones(n, bool)
-        present = self.has(field)
-        dtype = {"float": np.float64, "int": np.int64, "bool": bool}[kind]
-        out = np.full((n, *shape), fill, dtype=dtype)
-        if present.any():
-            rows = np.flatnonzero(present)
-            out[rows] = self.column(field, shape, kind, rows=rows)
-        return out, present
-
-    def strings(self, field: str, default=_MISSING) -> np.ndarray:
-        vals = self.raw(field, default, "str")
-        if not all(type(v) is str for v in vals):
-            i = next(i for i, v in enumerate(vals) if not isinstance(v, str))
-            raise self.error(i, field, "a string", got=vals[i])
-        out = np.empty(len(vals), object)
-        out[:] = vals
-        return out
-
+# ------------------------------------------------------------------------------------------------------- arrays
 
 def first_duplicate(ids: np.ndarray) -> int | None:
     """Index of the first record whose id already occurred earlier, else None."""
@@ -232,6 +272,11 @@ def first_duplicate(ids: np.ndarray) -> int | None:
 def first_false(mask: np.ndarray) -> int | None:
     bad = np.flatnonzero(~np.asarray(mask, bool))
     return int(bad[0]) if len(bad) else None
+
+
+def first_true(mask: np.ndarray) -> int | None:
+    hit = np.flatnonzero(np.asarray(mask, bool))
+    return int(hit[0]) if len(hit) else None
 
 
 def check_finite_array(arr, file, field: str, shape: tuple[int, ...] | None = None, record=None) -> np.ndarray:
@@ -268,3 +313,16 @@ def index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     order = np.argsort(keys, kind="stable")
     pos = np.clip(np.searchsorted(keys[order], query), 0, len(keys) - 1)
     return np.where(keys[order][pos] == query, order[pos], -1).astype(np.int64)
+
+
+def isin_names(values: np.ndarray, wanted) -> np.ndarray:
+    """``values[i] in wanted`` for an object array of names (hash lookups; ``np.isin`` would sort the objects)."""
+    wanted = set(wanted)
+    return np.fromiter((v in wanted for v in values), bool, len(values))
+
+
+def isin_codes(codes: np.ndarray, names: list, wanted) -> np.ndarray:
+    """``names[codes] in wanted`` for every row, computed once per distinct name (codes < 0: False)."""
+    wanted = set(wanted)
+    table = np.array([n in wanted for n in names] + [False], bool)
+    return table[np.where(codes < 0, len(names), codes)]

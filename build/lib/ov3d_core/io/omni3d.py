@@ -25,8 +25,9 @@ import pandas as pd
 from ov3d_core.errors import InputError
 from ov3d_core.geometry.boxes import corners_from_pose
 from ov3d_core.io._validate import (
-    Records, as_path, first_duplicate, first_false, index_of, read_json, warn_corner_mismatch,
+    as_path, first_duplicate, first_false, first_true, index_of, isin_names, warn_corner_mismatch,
 )
+from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_document
 from ov3d_core.model import BoxSet, Dataset
 from ov3d_core.taxonomy import IGNORE_NAMES, OMNI3D_CATEGORIES, uses_proximity
 
@@ -135,7 +136,7 @@ def ignore_reasons(t: AnnotationTable, image_height: np.ndarray, box2d: np.ndarr
         height >= settings.max_height_thres * H,
         (t.truncation >= 0) & (t.truncation >= settings.truncation_thres),
         (t.visibility >= 0) & (t.visibility <= settings.visibility_thres),
-        np.isin(t.category, np.array(settings.ignore_names, object)),
+        isin_names(t.category, settings.ignore_names),
     )
     out = np.full(len(t), "", dtype=object)
     for name, mask in zip(reversed(IGNORE_REASONS), reversed(rules)):
@@ -153,8 +154,7 @@ def gt_boxset(t: AnnotationTable, image_height: np.ndarray, vocabulary, settings
     reason = ignore_reasons(t, image_height, box2d, settings)
     for cat, why in (extra_ignore or {}).items():
         reason[(t.category == cat) & (reason == "")] = why
-    keep_names = np.array(list(vocabulary) + list(keep_also), dtype=object)
-    keep = np.isin(t.category, keep_names) & has_box
+    keep = isin_names(t.category, list(vocabulary) + list(keep_also)) & has_box
     k = np.flatnonzero(keep)
     data = {
         "category_id": t.category_id[k],
@@ -172,10 +172,19 @@ def gt_boxset(t: AnnotationTable, image_height: np.ndarray, vocabulary, settings
 # --------------------------------------------------------------------------------------------------------------
 # Parsing one file.
 
-def _record_label(section: str, records):
-    """``label(i)`` -> "section[i] (id N)" for error messages naming a record by index and id."""
-    def label(i):
-        r = records[i]
+#: What the loader reads from each annotation (the kernel of ``columnar`` extracts exactly these).
+ANNOTATION_FIELDS = (
+    Field("id", "int"), Field("image_id", "int"), Field("category_id", "int"), Field("category_name", "str"),
+    Field("center_cam", "float", (3,)), Field("dimensions", "float", (3,)), Field("R_cam", "float", (3, 3)),
+    Field("bbox3D_cam", "float", (8, 3)), Field("bbox2D_tight", "float", (4,)), Field("bbox2D_proj", "float", (4,)),
+    Field("bbox2D_trunc", "float", (4,)), Field("valid3D", "bool"), Field("behind_camera", "bool"),
+    Field("truncation"), Field("visibility"), Field("lidar_pts"), Field("segmentation_pts"), Field("depth_error"),
+)
+
+
+def _record_label(section: str):
+    """``label(i, record)`` -> "section[i] (id N)" for error messages naming a record by index and id."""
+    def label(i, r):
         rid = r.get("id") if isinstance(r, dict) else None
         return f"{section}[{i}]" + (f" (id {rid})" if isinstance(rid, int) else "")
     return label
@@ -195,7 +204,8 @@ def _parse_p2(v):
 
 
 def _parse_images(file: str, doc: dict, info: dict) -> tuple[pd.DataFrame, np.ndarray]:
-    recs = Records(file, doc["images"], _record_label("images", doc["images"]), "an image object")
+    recs = DictColumns(file, doc["images"], _record_label("images"), "an image object")
+    recs.require_objects()
     ids = recs.column("id", kind="int")
     K = recs.column("K", (3, 3))
     width = recs.column("width", kind="int")
@@ -218,8 +228,8 @@ def _parse_images(file: str, doc: dict, info: dict) -> tuple[pd.DataFrame, np.nd
 
 
 def _parse_categories(file: str, doc: dict) -> dict[int, str]:
-    cats = doc["categories"]
-    recs = Records(file, cats, lambda i: f"categories[{i}]", "a category object")
+    recs = DictColumns(file, doc["categories"], lambda i, r: f"categories[{i}]", "a category object")
+    recs.require_objects()
     ids = recs.column("id", kind="int")
     names = recs.strings("name")
     table: dict[int, str] = {}
@@ -230,34 +240,26 @@ def _parse_categories(file: str, doc: dict) -> dict[int, str]:
     return table
 
 
-def _resolve_gt_categories(recs: Records, file_table: dict[int, str]) -> tuple[np.ndarray, np.ndarray]:
-    """Names (category_name, else the file's categories by id, else the Omni3D table) and source ids."""
-    n = len(recs)
-    has_name = recs.has("category_name")
+def _resolve_gt_categories(recs: Columns, file_table: dict[int, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Names (``category_name``, else the name of ``category_id``) and ``category_id``, which must be listed in the
+    file's ``categories`` or in the Omni3D table for every annotation (else the file is broken: ``InputError``)."""
     cat_id = recs.column("category_id", kind="int")
-    names = np.empty(n, object)
-    if has_name.any():
-        rows = np.flatnonzero(has_name)
-        vals = [recs.records[i]["category_name"] for i in rows]
-        bad = next((j for j, v in enumerate(vals) if not isinstance(v, str) or not v), None)
-        if bad is not None:
-            raise recs.error(int(rows[bad]), "category_name", "a non-empty string", got=vals[bad])
-        names[rows] = vals
-    need = np.flatnonzero(~has_name)
-    if len(need):
-        uniq, inv = np.unique(cat_id[need], return_inverse=True)
-        looked = [file_table.get(u, OMNI3D_CATEGORIES.get(u)) for u in uniq.tolist()]
-        for j, nm in enumerate(looked):
-            if nm is None:
-                i = int(need[np.flatnonzero(inv == j)[0]])
-                raise recs.error(i, "category_id", "an id listed in the file's `categories` or in the Omni3D "
-                                 "table (0-97), or a `category_name`", got=int(uniq[j]))
-        names[need] = np.array(looked, object)[inv]
-    return names, cat_id
+    codes, names = recs.names("category_name")
+    uniq, inv = np.unique(cat_id, return_inverse=True)
+    looked = [file_table.get(u, OMNI3D_CATEGORIES.get(u)) for u in uniq.tolist()]
+    unknown = np.array([nm is None for nm in looked] + [False], bool)
+    i = first_true(unknown[inv]) if len(inv) else None
+    if i is not None:
+        raise recs.error(i, "category_id", "an id listed in the file's `categories` or in the Omni3D table (0-97)",
+                         got=int(cat_id[i]))
+    need = codes < 0
+    codes[need] = len(names) + inv[need]
+    table = np.array(names + looked, object)
+    return table[codes], cat_id
 
 
-def _parse_annotations(file: str, doc: dict, file_table: dict[int, str]) -> AnnotationTable:
-    recs = Records(file, doc["annotations"], _record_label("annotations", doc["annotations"]), "an annotation object")
+def _parse_annotations(file: str, recs: Columns, file_table: dict[int, str]) -> AnnotationTable:
+    recs.require_objects()
     n = len(recs)
     ann_id = recs.column("id", kind="int")
     image_id = recs.column("image_id", kind="int")
@@ -267,14 +269,15 @@ def _parse_annotations(file: str, doc: dict, file_table: dict[int, str]) -> Anno
     R = recs.column("R_cam", (3, 3))
     rebuilt = corners_from_pose(center, dims, R) if n else np.zeros((0, 8, 3))
     stored, has_corners = recs.optional("bbox3D_cam", (8, 3))
-    corners = np.where(has_corners[:, None, None], stored, rebuilt)
     if has_corners.any():
         err = np.abs(stored[has_corners] - rebuilt[has_corners]).max(axis=(1, 2))
         warn_corner_mismatch(file, ann_id[has_corners], err, CORNER_TOLERANCE)
+        rebuilt[has_corners] = stored[has_corners]
+    del stored
     boxes = {k: recs.column(k, (4,), default=_UNKNOWN_BOX) for k in _BOX_KEYS}
     return AnnotationTable(
         id=ann_id, image_id=image_id, category=names, category_id=cat_id, center=center, dims=dims, R=R,
-        corners=corners,
+        corners=rebuilt,
         valid3D=recs.column("valid3D", kind="bool", default=True),
         behind_camera=recs.column("behind_camera", kind="bool", default=False),
         bbox2D_tight=boxes["bbox2D_tight"], bbox2D_proj=boxes["bbox2D_proj"], bbox2D_trunc=boxes["bbox2D_trunc"],
@@ -289,14 +292,15 @@ def _parse_annotations(file: str, doc: dict, file_table: dict[int, str]) -> Anno
 
 def _read_gt_file(path: Path) -> dict:
     file = str(path)
-    doc = read_json(path)
+    doc = read_json_document(path, {"annotations": (ANNOTATION_FIELDS, _record_label("annotations"),
+                                                    "an annotation object")})
     if not isinstance(doc, dict):
         raise InputError(file, None, None, "a JSON object with `images`, `categories` and `annotations` lists",
                          got=type(doc).__name__)
     for key in ("images", "categories", "annotations"):
         if key not in doc:
             raise InputError(file, None, key, "present (a list)")
-        if not isinstance(doc[key], list):
+        if not isinstance(doc[key], (list, Columns)):
             raise InputError(file, None, key, "a list", got=type(doc[key]).__name__)
     return doc
 
@@ -358,7 +362,7 @@ def load_omni3d_gt(paths, *, categories=None, name: str | None = None, environme
         frames.append(df)
         Ks.append(K)
         known_image_ids.append(df["image_id"].to_numpy())
-        tables.append(_parse_annotations(file, doc, file_table))
+        tables.append(_parse_annotations(file, doc["annotations"], file_table))
         file_names.append(file)
 
     # Uniqueness across files, naming the file and record of the first duplicate.

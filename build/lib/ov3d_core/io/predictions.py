@@ -7,33 +7,65 @@ Formats (reference/omni3d_protocol.md §2, §5.2):
   instances: [...]}`` whose ``category_id`` are the model's **contiguous** ids. They are mapped through
   ``category_list`` (index = contiguous id); default: the 50 Omni3D categories sorted by Omni3D id, which is
   Cube R-CNN's ``thing_classes`` for the released Omni3D model.
-* ``detany3d-json``: the flat list written by DetAny3D; ``category_id`` indexes the 97-entry list (Omni3D ids without
-  93 "fire place": ids 0-92 unchanged, 94-97 -> 93-96).
+* ``detany3d-json``: the flat list written by DetAny3D (``train.py``): ``category_id`` is the index of the name in its
+  ``data/category_meta.json`` ``thing_classes``, which for 0-97 is the Omni3D table with entry 93 ("fire place")
+  replaced by a placeholder ("todo"). So ids 0-92 and 94-97 are Omni3D global ids; 93 is refused (no category).
 
 Category resolution, per record: a ``category_name`` field; else the id through ``category_list`` if given; else, for
 ``cubercnn-json``, the dataset's own id table (``Dataset.category_ids`` if the model has it, else the id/name pairs
-of its GT) and then the built-in 98-id Omni3D table; for ``detany3d-json`` the 97-entry list; for ``cubercnn-pth``
-the default 50-name list. Predictions whose class is not in the dataset vocabulary are kept with
-``data["in_vocab"] = False``.
+of its GT) and then the built-in 98-id Omni3D table; for ``detany3d-json`` DetAny3D's table above. A ``.pth`` holds
+contiguous model ids: without ``category_list`` (and without a ``category_name`` on every instance) it is refused.
+
+Predictions whose class is not in the dataset vocabulary are kept with ``data["in_vocab"] = False`` (AP ignores
+them, as Omni3D does) and counted per class in ``run.meta["out_of_vocabulary"]``; an id that names no class at all
+is an ``InputError``. An empty file (``[]``, or a ``.pth`` with no instances) is a valid run with no predictions.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from ov3d_core.errors import InputError
 from ov3d_core.geometry.boxes import corners_from_pose
-from ov3d_core.io._validate import Records, check_file, first_false, index_of, read_json
+from ov3d_core.io._validate import check_file, file_size, first_false, first_true, index_of, isin_codes, os_error
+from ov3d_core.io import pthfile
+from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_list
 from ov3d_core.model import BoxSet, Dataset, Run
 from ov3d_core.taxonomy import OMNI3D_50, OMNI3D_CATEGORIES, OMNI3D_NAME_TO_ID
 
 FORMATS = ("cubercnn-json", "cubercnn-pth", "detany3d-json")
 
-#: DetAny3D / OVMono3D 97-entry contiguous list (configs/category_meta.json): Omni3D ids without 93.
-DETANY3D_97: tuple[str, ...] = tuple(OMNI3D_CATEGORIES[i] for i in sorted(OMNI3D_CATEGORIES) if i != 93)
+#: DetAny3D's ``category_id`` -> name for ids 0-97 (``thing_classes`` of its ``data/category_meta.json``): the Omni3D
+#: table without entry 93, which DetAny3D holds as a placeholder ("todo").
+DETANY3D_CATEGORIES: dict[int, str] = {i: n for i, n in OMNI3D_CATEGORIES.items() if i != 93}
+#: DetAny3D's placeholder id.
+DETANY3D_PLACEHOLDER = 93
+#: Kept for callers of the old name: the 97 real names of DetAny3D's table, in id order.
+DETANY3D_97: tuple[str, ...] = tuple(DETANY3D_CATEGORIES[i] for i in sorted(DETANY3D_CATEGORIES))
 
-#: Cube R-CNN's contiguous classes for the Omni3D-50 model: the 50 names sorted by Omni3D id.
+#: Cube R-CNN's contiguous classes for the Omni3D-50 model: the 50 names sorted by Omni3D id (its
+#: ``category_meta50.json``); a ``category_list`` for that model's ``.pth``.
 CUBERCNN_50: tuple[str, ...] = tuple(sorted(OMNI3D_50, key=OMNI3D_NAME_TO_ID.__getitem__))
+
+#: What the loader reads from each prediction record.
+PREDICTION_FIELDS = (
+    Field("image_id", "int"), Field("category_id", "int"), Field("category_name", "str"), Field("bbox", "float", (4,)),
+    Field("score"), Field("bbox3D", "float", (8, 3)), Field("center_cam", "float", (3,)),
+    Field("dimensions", "float", (3,)), Field("pose", "float", (3, 3)), Field("depth"),
+    Field("center_2D", "float", (2,)),
+)
+
+#: How to give a ``.pth`` its category list.
+PTH_CATEGORY_HINT = ("the category list of the model that wrote this .pth (its `category_id` are contiguous "
+                     "training ids): pass `--category-list FILE` to `evaluate`, or set `category_list: [...]` on the "
+                     "run in the benchmark YAML")
+
+
+def _pred_label(i, r) -> str:
+    img = r.get("image_id") if isinstance(r, dict) else None
+    return f"[{i}]" + (f" (image_id {img})" if isinstance(img, int) else "")
 
 
 def load_predictions(path, dataset: Dataset, *, name: str | None = None, format: str = "auto",
@@ -45,47 +77,55 @@ def load_predictions(path, dataset: Dataset, *, name: str | None = None, format:
         dataset: the dataset the predictions are for; every ``image_id`` must be one of its images.
         name: the run name (default: the file stem).
         format: "auto" (.pth -> cubercnn-pth, .json -> cubercnn-json), or one of ``FORMATS``.
-        category_list: names indexed by ``category_id`` (contiguous ids). Required in practice for a .pth of a model
-            not trained on the Omni3D-50 list.
+        category_list: names indexed by ``category_id`` (contiguous ids). Required for a .pth (unless every
+            instance carries ``category_name``).
 
     Returns:
         A ``Run`` whose ``pred`` has box2d (XYXY from the file's XYWH ``bbox``), depth (the file's ``depth``, else
         centre z), score, record (0-based index in the file; for .pth a running index over all instances in record
         order) and data ``category_id`` (the source id, -1 if absent), ``in_vocab`` and ``center_2D`` (if any).
+        ``meta``: ``format``, ``out_of_vocabulary`` ({class: count} of predictions outside the vocabulary, most
+        frequent first), ``category_list`` (if given), ``n_records`` (.pth: per-image records).
+        No predictions at all is a valid run: ``len(run.pred) == 0``.
     """
     p = check_file(path)
     file = str(p)
     fmt = _format_of(p, format)
     cat_list = _check_category_list(category_list)
+    meta: dict = {}
     if fmt == "cubercnn-pth":
-        recs, label, meta = _read_pth(p)
-        table = dict(enumerate(cat_list if cat_list is not None else CUBERCNN_50))
-        id_source = "`category_list`" if cat_list is not None else "the Cube R-CNN Omni3D-50 list (pass category_list)"
+        rs, meta = _read_pth(p)
+        table = {} if cat_list is None else dict(enumerate(cat_list))
+        id_source = "`category_list`"
+        if cat_list is None and len(rs) and not rs.has("category_name").all():
+            raise InputError(file, None, "category_list", PTH_CATEGORY_HINT)
     else:
-        doc = read_json(p)
-        if not isinstance(doc, list):
-            raise InputError(file, None, None, "a JSON list of prediction records", got=type(doc).__name__)
-        recs = doc
-
-        def label(i):
-            r = recs[i]
-            img = r.get("image_id") if isinstance(r, dict) else None
-            return f"[{i}]" + (f" (image_id {img})" if isinstance(img, int) else "")
-
-        meta = {}
+        rs = read_json_list(p, PREDICTION_FIELDS, _pred_label, "a prediction object",
+                            "a JSON list of prediction records")
+        rs.require_objects()
         if cat_list is not None:
             table, id_source = dict(enumerate(cat_list)), "`category_list`"
         elif fmt == "detany3d-json":
-            table, id_source = dict(enumerate(DETANY3D_97)), "the 97-entry DetAny3D list"
+            table = DETANY3D_CATEGORIES
+            id_source = (f"DetAny3D's category table (0-97; {DETANY3D_PLACEHOLDER} is its placeholder entry, not a "
+                         "category)")
         else:
             table = {**OMNI3D_CATEGORIES, **dataset_category_ids(dataset)}
             id_source = "the dataset's categories or the Omni3D table"
-    rs = Records(file, recs, label, "a prediction object")
-    pred = _build(rs, dataset, table, id_source)
-    meta = {**meta, "format": fmt}
+    pred, codes, names = _build(rs, dataset, table, id_source)
+    meta = {**meta, "format": fmt, "out_of_vocabulary": _out_of_vocabulary(codes, names, pred.data["in_vocab"])}
     if cat_list is not None:
         meta["category_list"] = tuple(cat_list)
     return Run(name=p.stem if name is None else name, dataset=dataset.name, pred=pred, sources=(file,), meta=meta)
+
+
+def _out_of_vocabulary(codes: np.ndarray, names: list[str], in_vocab: np.ndarray) -> dict[str, int]:
+    """{class: number of predictions} for classes outside the vocabulary, most frequent first."""
+    counts = np.bincount(codes[~in_vocab], minlength=len(names)) if len(names) else np.zeros(0, np.int64)
+    out: dict[str, int] = {}
+    for k in np.flatnonzero(counts).tolist():
+        out[names[k]] = out.get(names[k], 0) + int(counts[k])
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def dataset_category_ids(dataset: Dataset) -> dict[int, str]:
@@ -146,17 +186,78 @@ def _numpy_safe_globals() -> list:
     return g
 
 
-def _read_pth(p) -> tuple[list, object, dict]:
+def _read_pth(p) -> tuple[Columns, dict]:
+    p, size = file_size(p)
+    file = str(p)
+    if size == 0:
+        raise InputError(file, None, None, "a torch.save file, got an empty file")
+    ok, obj, clean = (False, None, False) if os.environ.get("OV3D_PTH_READER") == "torch" else pthfile.read(p)
+    if not ok:
+        obj = _torch_load(p)
+    if not isinstance(obj, (list, tuple)):
+        raise InputError(file, None, None, "a list of per-image records {image_id, K, width, height, instances}",
+                         got=_type_name(obj))
+    flat: list[dict] = []
+    where: list[tuple[int, int]] = []
+    for r, rec in enumerate(obj):
+        if not isinstance(rec, dict):
+            raise InputError(file, f"[{r}]", None, "a per-image record (dict)", got=_type_name(rec))
+        if "image_id" not in rec:
+            raise InputError(file, f"[{r}]", "image_id", "present (an integer)")
+        img = _plain(rec["image_id"], file, f"[{r}]", "image_id")
+        inst = rec.get("instances")
+        if not isinstance(inst, (list, tuple)):
+            raise InputError(file, _pred_label(r, {"image_id": img}), "instances", "a list of instance dicts",
+                             got=_type_name(inst))
+        for j, d in enumerate(inst):
+            if not isinstance(d, dict):
+                raise InputError(file, f"[{r}].instances[{j}]", None, "an instance dict", got=_type_name(d))
+            if clean:  # numpy arrays and plain values only: the column rules take them as they are
+                d = dict(d)
+            else:
+                d = {k: _plain(v, file, f"[{r}].instances[{j}]", k) for k, v in d.items()}
+            if "image_id" in d and not _same_value(d["image_id"], img):
+                raise InputError(file, f"[{r}].instances[{j}]", "image_id",
+                                 f"the record's image_id {_one_line(img)}", got=_one_line(d["image_id"]))
+            d["image_id"] = img
+            flat.append(d)
+            where.append((r, j))
+
+    def label(i, _rec):
+        r, j = where[i]
+        return f"[{r}].instances[{j}]"
+
+    return DictColumns(file, flat, label, "an instance dict", PREDICTION_FIELDS), {"n_records": len(obj)}
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (ValueError, TypeError):  # arrays
+        return False
+
+
+def _one_line(v):
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def _type_name(v) -> str:
+    """A value's type for messages; tensors read by torch or by ``pthfile`` (numpy) are both "tensor"."""
+    if isinstance(v, (np.ndarray, pthfile.Unsupported)) or type(v).__module__.startswith("torch"):
+        return "tensor"
+    return type(v).__name__
+
+
+def _torch_load(p):
+    """``torch.load(weights_only=True)``: the authority for what ``pthfile`` does not read itself."""
     import pickle
 
     import torch
 
     file = str(p)
-    if p.stat().st_size == 0:
-        raise InputError(file, None, None, "a torch.save file, got an empty file")
     try:
         with torch.serialization.safe_globals(_numpy_safe_globals()):
-            obj = torch.load(p, map_location="cpu", weights_only=True)
+            return torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         lines = str(e).strip().splitlines()
         detail = next((ln.strip() for ln in lines if "Unsupported global" in ln), "")
@@ -165,86 +266,83 @@ def _read_pth(p) -> tuple[list, object, dict]:
         detail = detail.split(" was not an allowed")[0].replace("WeightsUnpickler error: ", "")
         raise InputError(file, None, None, "plain data (lists, dicts, numbers, strings, tensors) loadable with "
                          f"torch.load(weights_only=True); found {detail[:160]}") from None
+    except OSError as e:
+        raise os_error(p, e) from None
     except Exception as e:  # noqa: BLE001 - torch raises many types for corrupt files
         raise InputError(file, None, None, "a file written by torch.save "
                          f"({type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''})") from None
-    if not isinstance(obj, (list, tuple)):
-        raise InputError(file, None, None, "a list of per-image records {image_id, K, width, height, instances}",
-                         got=type(obj).__name__)
-    flat: list[dict] = []
-    where: list[tuple[int, int]] = []
-    for r, rec in enumerate(obj):
-        if not isinstance(rec, dict):
-            raise InputError(file, f"[{r}]", None, "a per-image record (dict)", got=type(rec).__name__)
-        if "image_id" not in rec:
-            raise InputError(file, f"[{r}]", "image_id", "present (an integer)")
-        img = _plain(rec["image_id"])
-        inst = rec.get("instances")
-        if not isinstance(inst, (list, tuple)):
-            raise InputError(file, f"[{r}] (image_id {img!r})", "instances", "a list of instance dicts",
-                             got=type(inst).__name__)
-        for j, d in enumerate(inst):
-            if not isinstance(d, dict):
-                raise InputError(file, f"[{r}].instances[{j}]", None, "an instance dict", got=type(d).__name__)
-            d = {k: _plain(v) for k, v in d.items()}
-            if "image_id" in d and d["image_id"] != img:
-                raise InputError(file, f"[{r}].instances[{j}]", "image_id",
-                                 f"the record's image_id {img!r}", got=d["image_id"])
-            d["image_id"] = img
-            flat.append(d)
-            where.append((r, j))
-
-    def label(i):
-        r, j = where[i]
-        return f"[{r}].instances[{j}]"
-
-    return flat, label, {"n_records": len(obj)}
 
 
-def _plain(v):
-    """Tensors -> numpy (0-d -> Python scalar); other values unchanged (checked later by the column extraction)."""
+def _tensor_kind(v) -> str:
+    """What kind of tensor numpy cannot hold, in the words ``pthfile.Unsupported`` uses."""
     import torch
 
-    if isinstance(v, torch.Tensor):
-        a = v.detach().cpu().numpy()
-        return a.item() if a.ndim == 0 else a
+    if v.is_quantized:
+        return "quantized tensor"
+    if v.layout != torch.strided:
+        return "sparse tensor"
+    if v.device.type == "meta":
+        return "meta tensor"
+    return f"tensor of {str(v.dtype).replace('torch.', '')}"
+
+
+_UNSUPPORTED_TENSOR = "a dense CPU tensor of a numpy dtype (float, int or bool)"
+
+
+def _plain(v, file: str, record: str, field: str):
+    """Tensors -> numpy (0-d -> Python scalar); other values unchanged (checked later by the column rules).
+    A tensor numpy cannot hold (bfloat16, quantized, sparse, on the meta device, ...) is an ``InputError``."""
+    if type(v) in (float, int, str, bool) or v is None:
+        return v
+    if isinstance(v, pthfile.Unsupported):
+        raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=v.what)
+    if type(v).__module__.startswith("torch"):
+        import torch
+
+        if isinstance(v, torch.Tensor):
+            try:
+                a = v.detach().cpu().numpy()
+            except (TypeError, RuntimeError, NotImplementedError, ValueError):
+                raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=_tensor_kind(v)) from None
+            return a.item() if a.ndim == 0 else a
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v.item()
     if isinstance(v, np.generic):
         return v.item()
-    if isinstance(v, (list, tuple)) and v and isinstance(v[0], (torch.Tensor, list, tuple)):
-        return [_plain(x) for x in v]
+    if isinstance(v, (list, tuple)) and v:
+        types = set(map(type, v))
+        if types <= _NUMBERS or (types <= {list} and all(set(map(type, x)) <= _NUMBERS for x in v)):
+            return v  # plain numbers (the rules judge them later)
+        return [_plain(x, file, record, field) for x in v]
     return v
+
+
+_NUMBERS = {float, int}
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Shared column building.
 
-def _resolve_names(rs: Records, table: dict[int, str], id_source: str) -> tuple[np.ndarray, np.ndarray]:
-    n = len(rs)
-    has_name = rs.has("category_name")
-    names = np.empty(n, object)
+def _resolve_names(rs: Columns, table: dict[int, str], id_source: str) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """``(codes, names, category_id)``: record i's class is ``names[codes[i]]`` (its ``category_name``, else its
+    ``category_id`` through ``table``)."""
     cat_id, has_id = rs.optional("category_id", kind="int", fill=-1)
-    if has_name.any():
-        rows = np.flatnonzero(has_name)
-        vals = [rs.records[i]["category_name"] for i in rows]
-        bad = next((j for j, v in enumerate(vals) if not isinstance(v, str) or not v), None)
-        if bad is not None:
-            raise rs.error(int(rows[bad]), "category_name", "a non-empty string", got=vals[bad])
-        names[rows] = vals
-    need = np.flatnonzero(~has_name)
+    codes, names = rs.names("category_name")
+    need = np.flatnonzero(codes < 0)
     if len(need):
         missing = first_false(has_id[need])
         if missing is not None:
             raise rs.error(int(need[missing]), "category_id", "present (an integer id, or give `category_name`)")
         uniq, inv = np.unique(cat_id[need], return_inverse=True)
         looked = [table.get(u) for u in uniq.tolist()]
-        for j, nm in enumerate(looked):
-            if nm is None:
-                i = int(need[np.flatnonzero(inv == j)[0]])
-                raise rs.error(i, "category_id", f"an id of {id_source}", got=int(uniq[j]))
-        names[need] = np.array(looked, object)[inv]
-    return names, cat_id
+        unknown = np.array([nm is None for nm in looked], bool)
+        j = first_true(unknown[inv])
+        if j is not None:
+            i = int(need[j])
+            raise rs.error(i, "category_id", f"an id of {id_source}", got=int(cat_id[i]))
+        codes[need] = len(names) + inv
+        names = names + looked
+    return codes, names, cat_id
 
 
 def pose_from_corners(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,15 +364,16 @@ def pose_from_corners(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return center, dims, R
 
 
-def _build(rs: Records, dataset: Dataset, table: dict[int, str], id_source: str) -> BoxSet:
+def _build(rs: Columns, dataset: Dataset, table: dict[int, str], id_source: str):
+    """The prediction ``BoxSet`` and its class codes (``names[codes]`` is the category column)."""
     n = len(rs)
     image_id = rs.column("image_id", kind="int")
     row = index_of(dataset.images["image_id"].to_numpy(), image_id)
     bad = first_false(row >= 0)
     if bad is not None:
         raise rs.error(bad, "image_id", f"the id of an image of dataset {dataset.name!r}", got=int(image_id[bad]))
-    names, cat_id = _resolve_names(rs, table, id_source)
-    xywh = rs.column("bbox", (4,))
+    codes, names, cat_id = _resolve_names(rs, table, id_source)
+    box2d = rs.column("bbox", (4,))
     score = rs.column("score")
     corners, has_corners = rs.optional("bbox3D", (8, 3))
     center, has_center = rs.optional("center_cam", (3,))
@@ -297,15 +396,20 @@ def _build(rs: Records, dataset: Dataset, table: dict[int, str], id_source: str)
         dims[derive & ~has_dims] = dd[~has_dims[derive]]
         R[derive & ~has_pose] = dR[~has_pose[derive]]
     depth, has_depth = rs.optional("depth")
-    depth = np.where(has_depth, depth, center[:, 2])
-    box2d = xywh.copy()
-    box2d[:, 2:] += box2d[:, :2]
-    data = {"category_id": cat_id, "in_vocab": np.isin(names, np.array(dataset.vocabulary, object))}
+    if not has_depth.all():
+        depth[~has_depth] = center[~has_depth, 2]
+    box2d[:, 2:] += box2d[:, :2]  # XYWH -> XYXY, in place
+    in_vocab = isin_codes(codes, names, dataset.vocabulary)
+    data = {"category_id": cat_id, "in_vocab": in_vocab}
     c2d, has_c2d = rs.optional("center_2D", (2,))
     if has_c2d.any():
         data["center_2D"] = c2d
-    return BoxSet(image_id=image_id, category=names, center=center, dims=dims, R=R, corners=corners, box2d=box2d,
-                  depth=depth, score=score, ignore=np.zeros(n, bool), record=np.arange(n, dtype=np.int64), data=data)
+    category = np.array(names + [None], object)[codes] if n else np.zeros(0, object)
+    pred = BoxSet(image_id=image_id, category=category, center=center, dims=dims, R=R, corners=corners,
+                  box2d=box2d, depth=depth, score=score, ignore=np.zeros(n, bool),
+                  record=np.arange(n, dtype=np.int64), data=data)
+    return pred, codes, names
 
 
-__all__ = ["load_predictions", "pose_from_corners", "dataset_category_ids", "DETANY3D_97", "CUBERCNN_50", "FORMATS"]
+__all__ = ["load_predictions", "pose_from_corners", "dataset_category_ids", "DETANY3D_CATEGORIES", "DETANY3D_97",
+           "CUBERCNN_50", "FORMATS", "PREDICTION_FIELDS"]

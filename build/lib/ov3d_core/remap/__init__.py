@@ -4,7 +4,9 @@ it with an image-text encoder, and relabel the box with its most similar dataset
 Modules: ``crops`` (crop boxes and crop images), ``encoders`` (``Encoder`` protocol, ``HFEncoder`` for
 SigLIP / SigLIP 2 / CLIP, ``ProxyEncoder`` demo stand-in), ``templates`` (the 15 prompt templates, ensembling),
 ``cache`` (crop-embedding store on disk, text-embedding cache), ``remap`` (pure remapping functions), ``pipeline``
-(run-level glue and the live re-scorer). torch and transformers are imported only when an encoder is built.
+(run-level glue and the live re-scorer), ``engines`` (who computes the embeddings: in-process or on Ray), ``sweep``
+(template / theta sweeps over cached embeddings, in-process or as Ray tasks). torch and transformers are imported
+only when an encoder is built; ray only by the Ray engine.
 """
 
 from ov3d_core.remap.cache import (  # noqa: F401

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,10 +182,17 @@ class EmbeddingStore:
         done = sum(min(cs, n - int(p.stem) * cs) for p in (d / "chunks").glob("*.npy")) if n else 0
         return {"complete": False, "done": done, "n": n}
 
+    def begin(self, dataset: str, run: str, encoder_key: str, *, records: np.ndarray, valid: np.ndarray,
+              inputs_hash: str, chunk_size: int = 256, encoder_name: str = "") -> "PendingEntry":
+        """Open the entry for computing: keep its finished chunks when it was started with the same encoder key,
+        inputs hash, row count and chunk size, else start it afresh. Every engine writes through this."""
+        return PendingEntry(self, dataset, run, encoder_key, records=records, valid=valid, inputs_hash=inputs_hash,
+                            chunk_size=chunk_size, encoder_name=encoder_name)
+
     def compute(self, dataset: str, run: str, encoder, *, records: np.ndarray, valid: np.ndarray,
                 load_inputs: Callable[[np.ndarray], Sequence], inputs_hash: str, chunk_size: int = 256,
                 progress: bool = True, desc: str | None = None) -> CropEmbeddings:
-        """Load the entry, or compute what is missing and return it.
+        """Load the entry, or compute what is missing in this process and return it.
 
         Args:
             encoder: an ``Encoder`` (its ``cache_key`` names the entry; ``encode_images`` is called per chunk).
@@ -198,74 +206,149 @@ class EmbeddingStore:
         done = self.load(dataset, run, key, inputs_hash)
         if done is not None:
             return done
-        records = np.asarray(records, dtype=np.int64)
-        valid = np.asarray(valid, dtype=bool)
-        n = len(records)
-        d = self.directory(dataset, run, key)
-        want = {"version": FORMAT_VERSION, "encoder_key": key, "encoder_name": getattr(encoder, "name", ""),
-                "inputs_hash": inputs_hash, "n": n, "chunk_size": int(chunk_size), "complete": False,
-                "dataset": dataset, "run": run}
-        st = self._read_state(d)
-        same = st is not None and all(st.get(k) == want[k] for k in ("version", "encoder_key", "inputs_hash", "n",
-                                                                     "chunk_size"))
+        entry = self.begin(dataset, run, key, records=records, valid=valid, inputs_hash=inputs_hash,
+                           chunk_size=chunk_size, encoder_name=getattr(encoder, "name", ""))
+        return encode_pending(entry, encoder, load_inputs, progress=progress, desc=desc)
+
+
+def encode_pending(entry: "PendingEntry", encoder, load_inputs: Callable[[np.ndarray], Sequence], *,
+                   progress: bool = True, desc: str | None = None) -> CropEmbeddings:
+    """Encode the entry's missing chunks in this process, one chunk at a time, then merge them."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=entry.n_valid, initial=entry.n_valid_done, disable=not progress, unit="crop",
+              desc=desc or f"embed {entry.run} ({getattr(encoder, 'name', entry.encoder_key)})") as bar:
+        for c in list(entry.todo):
+            rows = entry.rows(c)
+            e = encode_rows(encoder, list(load_inputs(rows))) if len(rows) else None
+            dim = entry.dim or (e.shape[1] if e is not None else text_dim(encoder))
+            entry.write(c, chunk_block(entry.bounds(c), rows, e, dim))
+            bar.update(len(rows))
+    return entry.finish(entry.dim or text_dim(encoder))
+
+
+def encode_rows(encoder, inputs: list) -> np.ndarray:
+    """``encoder.encode_images(inputs)`` as float32, checked to give one row per input."""
+    e = np.asarray(encoder.encode_images(inputs), dtype=np.float32)
+    if e.ndim != 2 or e.shape[0] != len(inputs):
+        raise RuntimeError(f"encoder returned {e.shape[0] if e.ndim else 0} embeddings for {len(inputs)} inputs")
+    return e
+
+
+def text_dim(encoder) -> int:
+    """Embedding width learnt from one text embedding (for chunks without any crop)."""
+    return int(np.asarray(encoder.encode_text(["object"])).shape[1])
+
+
+def chunk_block(bounds: tuple[int, int], rows: np.ndarray, emb: np.ndarray | None, dim: int) -> np.ndarray:
+    """The float16 block of one chunk: ``emb`` at the encoded ``rows`` (absolute indices), zeros elsewhere."""
+    lo, hi = bounds
+    block = np.zeros((hi - lo, dim), np.float16)
+    if emb is not None and len(rows):
+        block[np.asarray(rows) - lo] = emb.astype(np.float16)
+    return block
+
+
+class PendingEntry:
+    """A crop-embedding entry being computed: which chunks are left, atomic chunk writes, the final merge.
+
+    Whoever encodes (this process, or workers of a cluster engine) hands finished blocks to :meth:`write`; a chunk
+    is either absent or complete on disk, so an interrupted computation resumes at the missing chunks.
+    """
+
+    def __init__(self, store: EmbeddingStore, dataset: str, run: str, encoder_key: str, *, records, valid,
+                 inputs_hash: str, chunk_size: int, encoder_name: str = ""):
+        if int(chunk_size) < 1:
+            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        self.store, self.dataset, self.run, self.encoder_key = store, dataset, run, encoder_key
+        self.inputs_hash = inputs_hash
+        self.records = np.asarray(records, dtype=np.int64)
+        self.valid = np.asarray(valid, dtype=bool)
+        self.n = n = len(self.records)
+        self.chunk_size = cs = int(chunk_size)
+        self.dir = d = store.directory(dataset, run, encoder_key)
+        self.written: list[int] = []  # chunks written through this object (for reports and tests)
+        self.written_at: list[float] = []  # time.perf_counter() of each write (throughput in benchmarks)
+        self._state = {"version": FORMAT_VERSION, "encoder_key": encoder_key, "encoder_name": encoder_name,
+                       "inputs_hash": inputs_hash, "n": n, "chunk_size": cs, "complete": False,
+                       "dataset": dataset, "run": run}
+        st = store._read_state(d)
+        same = st is not None and all(st.get(k) == self._state[k] for k in ("version", "encoder_key",
+                                                                             "inputs_hash", "n", "chunk_size"))
         if not same and d.exists():
             shutil.rmtree(d)
         if not same:
-            _atomic_save(d / "records.npy", records)
-            _atomic_save(d / "valid.npy", valid)
-            _atomic_write_json(d / "state.json", want)
-        chunks = d / "chunks"
-        chunks.mkdir(parents=True, exist_ok=True)
-        n_chunks = (n + chunk_size - 1) // chunk_size
-        dim = None if st is None or not same else st.get("dim")
-        todo = []
-        for c in range(n_chunks):
-            p = chunks / f"{c:05d}.npy"
+            _atomic_save(d / "records.npy", self.records)
+            _atomic_save(d / "valid.npy", self.valid)
+            _atomic_write_json(d / "state.json", self._state)
+        self._dim_saved = st.get("dim") if same else None
+        self.dim: int | None = self._dim_saved
+        self.chunks = d / "chunks"
+        self.chunks.mkdir(parents=True, exist_ok=True)
+        self.n_chunks = (n + cs - 1) // cs
+        self.todo: list[int] = []
+        for c in range(self.n_chunks):
+            p = self.chunks / f"{c:05d}.npy"
             if p.exists():
                 try:
                     a = np.load(p, mmap_mode="r")
-                    if a.shape[0] == min(chunk_size, n - c * chunk_size) and (dim is None or a.shape[1] == dim):
-                        dim = a.shape[1]
+                    if a.shape[0] == min(cs, n - c * cs) and (self.dim is None or a.shape[1] == self.dim):
+                        self.dim = int(a.shape[1])
                         continue
                 except (OSError, ValueError):
                     pass
-            todo.append(c)
-        from tqdm.auto import tqdm
+            self.todo.append(c)
 
-        total = int(valid.sum())
-        already = total - sum(int(valid[c * chunk_size:(c + 1) * chunk_size].sum()) for c in todo)
-        with tqdm(total=total, initial=already, disable=not progress, unit="crop",
-                  desc=desc or f"embed {run} ({getattr(encoder, 'name', key)})") as bar:
-            for c in todo:
-                lo, hi = c * chunk_size, min((c + 1) * chunk_size, n)
-                rows = np.arange(lo, hi)[valid[lo:hi]]
-                if len(rows):
-                    e = np.asarray(encoder.encode_images(list(load_inputs(rows))), dtype=np.float32)
-                    if e.shape[0] != len(rows):
-                        raise RuntimeError(f"encoder returned {e.shape[0]} embeddings for {len(rows)} inputs")
-                    dim = e.shape[1] if dim is None else dim
-                else:
-                    e = None
-                if dim is None:  # an all-invalid first chunk: learn the width from one text embedding
-                    dim = int(np.asarray(encoder.encode_text(["object"])).shape[1])
-                block = np.zeros((hi - lo, dim), np.float16)
-                if e is not None:
-                    block[rows - lo] = e.astype(np.float16)
-                _atomic_save(chunks / f"{c:05d}.npy", block)
-                if st is None or not same or st.get("dim") != dim:
-                    want["dim"] = dim
-                    _atomic_write_json(d / "state.json", want)
-                    st, same = dict(want), True
-                bar.update(len(rows))
+    def bounds(self, c: int) -> tuple[int, int]:
+        return c * self.chunk_size, min((c + 1) * self.chunk_size, self.n)
+
+    def rows(self, c: int) -> np.ndarray:
+        """Absolute indices of the rows of chunk ``c`` that have a crop (the ones to encode)."""
+        lo, hi = self.bounds(c)
+        return np.arange(lo, hi)[self.valid[lo:hi]]
+
+    @property
+    def n_valid(self) -> int:
+        return int(self.valid.sum())
+
+    @property
+    def n_valid_done(self) -> int:
+        return self.n_valid - sum(len(self.rows(c)) for c in self.todo)
+
+    def write(self, c: int, block: np.ndarray) -> None:
+        """Save chunk ``c`` (a ``(rows in chunk, d)`` float16 block) atomically and mark it done."""
+        lo, hi = self.bounds(c)
+        block = np.asarray(block)
+        if block.dtype != np.float16 or block.ndim != 2 or block.shape[0] != hi - lo or \
+                (self.dim is not None and block.shape[1] != self.dim):
+            raise ValueError(f"chunk {c}: expected a ({hi - lo}, {self.dim or 'd'}) float16 block, got "
+                             f"{block.shape} {block.dtype}")
+        _atomic_save(self.chunks / f"{c:05d}.npy", block)
+        self.dim = int(block.shape[1])
+        if self._dim_saved != self.dim:
+            self._state["dim"] = self.dim
+            _atomic_write_json(self.dir / "state.json", self._state)
+            self._dim_saved = self.dim
+        if c in self.todo:
+            self.todo.remove(c)
+        self.written.append(c)
+        self.written_at.append(time.perf_counter())
+
+    def finish(self, dim: int | None = None) -> CropEmbeddings:
+        """Merge the chunks into ``embeddings.npy``, mark the entry complete and return it (``dim``: the width when
+        no chunk has rows, i.e. an empty run)."""
+        if self.todo:
+            raise RuntimeError(f"{self.dir}: chunks {self.todo} are not computed yet")
+        dim = self.dim or dim
         if dim is None:
-            dim = int(np.asarray(encoder.encode_text(["object"])).shape[1])
-        parts = [np.load(chunks / f"{c:05d}.npy") for c in range(n_chunks)]
+            raise ValueError("finish(): the embedding width is unknown (no chunk written)")
+        parts = [np.load(self.chunks / f"{c:05d}.npy") for c in range(self.n_chunks)]
         emb = np.concatenate(parts) if parts else np.zeros((0, dim), np.float16)
-        _atomic_save(d / "embeddings.npy", emb)
-        want.update(dim=int(dim), complete=True)
-        _atomic_write_json(d / "state.json", want)
-        shutil.rmtree(chunks, ignore_errors=True)
-        out = self.load(dataset, run, key, inputs_hash)
+        _atomic_save(self.dir / "embeddings.npy", emb)
+        self._state.update(dim=int(dim), complete=True)
+        _atomic_write_json(self.dir / "state.json", self._state)
+        shutil.rmtree(self.chunks, ignore_errors=True)
+        out = self.store.load(self.dataset, self.run, self.encoder_key, self.inputs_hash)
         assert out is not None
         return out
 

