@@ -162,7 +162,7 @@ class _Streams:
         return accumulate_weighted(self.seg_ptr, self.it_img, self.it_row, self.it_tie, self.st, self.err,
                                    self.gt_seg, self.gt_img, w.astype(np.float64), rec_thrs)
 
-    def resampled(self, weights: np.ndarray, rec_thrs: np.ndarray, block: int = 16):
+    def resampled(self, weights: np.ndarray, rec_thrs: np.ndarray, block: int = 32):
         return accumulate_resamples(self.seg_ptr, self.it_img, self.it_row, self.it_tie, self.st, self.err,
                                     self.gt_seg, self.gt_img, np.ascontiguousarray(weights, np.int32), rec_thrs,
                                     int(block))
