@@ -16,7 +16,6 @@ import argparse
 import os
 import platform
 import sys
-import time
 
 import numpy as np
 

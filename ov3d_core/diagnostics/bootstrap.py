@@ -153,8 +153,8 @@ class ImageResamples:
         pos = np.clip(np.searchsorted(self.image_keys, keys), 0, self.n_images - 1)
         bad = self.image_keys[pos] != keys
         if bad.any():
-            raise ValueError(f"ImageResamples: image {keys[bad][0].tolist()!r} is not among the {self.n_images} resampled "
-                             "images (draw them from the dataset's image list)")
+            raise ValueError(f"ImageResamples: image {keys[bad][0].tolist()!r} is not among the {self.n_images} "
+                             "resampled images (draw them from the dataset's image list)")
         return pos.astype(np.int64)
 
     def same_as(self, other: "ImageResamples") -> bool:
@@ -750,10 +750,10 @@ def leaderboard(results: Mapping[str, BootstrapResult] | Sequence[tuple[str, Boo
                 interval_method: str = "bca", correction: str = "holm") -> pd.DataFrame:
     """Runs ranked by ``metric``, each with its interval, and whether the gap to the next run is significant.
 
-    Returns one row per run, best first: ``rank, run, value, lo, hi`` (``interval_method``); for the gap to the run ranked just below:
-    ``gap, gap_lo, gap_hi, p_value`` (paired bootstrap), ``p_adjusted`` (``correction`` over the n - 1 gaps),
-    ``significant``; and ``tier``: runs joined by non-significant gaps share a tier (1 = top). All results must
-    share one :class:`ImageResamples`."""
+    Returns one row per run, best first: ``rank, run, value, lo, hi`` (``interval_method``); for the gap to the run
+    ranked just below: ``gap, gap_lo, gap_hi, p_value`` (paired bootstrap, ``method``), ``p_adjusted``
+    (``correction`` over the n - 1 gaps), ``significant``; and ``tier``: runs joined by non-significant gaps share a
+    tier (1 = top). All results must share one :class:`ImageResamples`."""
     items = list(results.items()) if isinstance(results, Mapping) else list(results)
     if not items:
         raise ValueError("leaderboard: expected at least one run")
