@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_eval import max_rss_mib, timed  # noqa: E402
+from bench.bench_eval import max_rss_mib, print_report, timed  # noqa: E402
 from bench.workload import build_workload  # noqa: E402
 
 
@@ -107,13 +106,8 @@ def main(argv=None) -> None:
                  f"{int(cat['significant'].sum())}/{len(cat)} categories significant after Holm"))
     rows.append(("peak process memory (max RSS, whole benchmark)", None, f"{max_rss_mib():.0f} MiB"))
 
-    print(f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs visible, load average {os.getloadavg()[0]:.1f}, Python "
-          f"{platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}\n")
-    print("| step | time (s) | notes |")
-    print("|---|---:|---|")
-    for name, t, note in rows:
-        print(f"| {name} | {'' if t is None else f'{t:.3f}'} | {note} |")
+    print_report(rows, f", numba {numba.__version__}, {numba.config.NUMBA_NUM_THREADS} numba threads, load average "
+                       f"{os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

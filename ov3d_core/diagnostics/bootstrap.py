@@ -62,6 +62,7 @@ import pandas as pd
 from scipy import stats
 
 from ov3d_core.eval.ap import APInputs, APParams, FixedMatching, fixed_matching
+from ov3d_core.eval.labels import _readonly
 from ov3d_core.eval.matching import (STATE_FP, STATE_IGNORED, STATE_TP, accumulate_resamples, accumulate_weighted,
                                      stable_bucket)
 
@@ -74,11 +75,6 @@ CORRECTIONS = ("holm", "bh", "none")
 
 
 # ---------------------------------------------------------------------------------------------------- resamples
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
-
-
 @dataclass(frozen=True, eq=False)
 class ImageResamples:
     """``B`` bootstrap resamples of a set of images, as multiplicities.
