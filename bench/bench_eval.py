@@ -47,6 +47,16 @@ def max_rss_mib() -> float:
     return r / 1024.0 if sys.platform != "darwin" else r / 2 ** 20
 
 
+def print_report(rows, extra: str = "") -> None:
+    """The machine line (with ``extra``) and the rows ``(step, seconds or None, notes)`` as a markdown table."""
+    print(f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs visible, Python {platform.python_version()}, numpy {np.__version__}{extra}\n")
+    print("| step | time (s) | notes |")
+    print("|---|---:|---|")
+    for name, t, note in rows:
+        print(f"| {name} | {'' if t is None else f'{t:.3f}'} | {note} |")
+
+
 def rescore(w, pairs, view, params, g_codes):
     res = evaluate_view(w.gt, w.pred, pairs, view, params, gt_label=g_codes)
     table = res.to_frame()
@@ -140,12 +150,7 @@ def main(argv=None) -> None:
     rows.append(("peak traced memory of one warm re-score", None, f"{peak / 2 ** 20:.0f} MiB (numpy allocations)"))
     rows.append(("peak process memory (max RSS, whole benchmark)", None, f"{max_rss_mib():.0f} MiB"))
 
-    print(f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs visible, Python {platform.python_version()}, numpy {np.__version__}\n")
-    print("| step | time (s) | notes |")
-    print("|---|---:|---|")
-    for name, t, note in rows:
-        print(f"| {name} | {'' if t is None else f'{t:.3f}'} | {note} |")
+    print_report(rows)
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ from ov3d_core.eval.matching import (
 )
 from ov3d_core.eval.results import APResult, Matches
 
-__all__ = ["APParams", "APInputs", "evaluate_ap", "evaluate_ap_pooled", "evaluate_view", "evaluate_inputs",
-           "map3d", "matches_at", "single_threshold", "OMNI3D_3D_SUMMARY",
+__all__ = ["APParams", "APInputs", "FixedMatching", "fixed_matching", "evaluate_ap", "evaluate_ap_pooled",
+           "evaluate_view", "evaluate_inputs", "map3d", "matches_at", "single_threshold", "OMNI3D_3D_SUMMARY",
            "OMNI3D_2D_SUMMARY", "COCO_SUMMARY"]
 
 #: (key, IoU threshold or None for all, range) of Omni3D's 3D summary.
@@ -402,9 +402,97 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
         :class:`~ov3d_core.eval.results.APResult`.
     """
     params = params or APParams()
-    K = int(n_categories)
-    c = _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value,
-               pair_gt, pair_pred, pair_iou, K, params, pair_iou2d, pred_order, pred_proximity)
+    fm = _fixed_matching(params, int(n_categories), _check(
+        gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value, pair_gt,
+        pair_pred, pair_iou, int(n_categories), params, pair_iou2d, pred_order, pred_proximity), return_matches)
+    # 3. accumulate
+    npig = fm.npig()
+    precision, recall = accumulate_precision(fm.state, fm.row_of, fm.unmatched, fm.cat_ptr, npig,
+                                             params.recall_thresholds)
+    matches = None
+    if return_matches:
+        a = fm.range_index
+        matches = _matches(params, params.range_names[a], a, fm.acc_order, fm.rows, fm.state, fm.match,
+                           fm.unmatched, fm.n_pred, len(fm.gt_label), fm.gt_ignore_r[a].copy(), fm.gt_label >= 0)
+    K = fm.n_categories
+    return APResult(precision=precision, recall=recall, n_gt=npig,
+                    n_pred=np.bincount(fm.pred_label[fm.acc_order], minlength=K)[:K].astype(np.int64),
+                    params=params, matches=matches, vocabulary=None if vocabulary is None else tuple(vocabulary))
+
+
+@dataclass(frozen=True, eq=False)
+class FixedMatching:
+    """The matching of one AP evaluation (stages 1 and 2), before accumulation.
+
+    Matching is per image, so it is the same for any multiset of the images: a bootstrap resample only changes how
+    often each detection and GT counts (``ov3d_core.diagnostics.bootstrap`` re-accumulates with image weights).
+
+    Attributes:
+        params: the :class:`APParams` (``params.proximity`` as used).
+        n_categories: K.
+        image_keys: ``(n_img,)`` (or ``(n_img, 2)``) the image keys, ascending; dense image index i is key i.
+        gt_image: ``(n_gt,)`` dense image index of each GT row. gt_label: ``(n_gt,)`` codes (-1 not evaluated).
+        gt_ignore_r: ``(A, n_gt)`` bool, GT ignored in range a (flag or range value out of range).
+        pred_image: ``(n_pred,)`` dense image index of each prediction row. pred_label, pred_score: as evaluated.
+        acc_order: ``(n_acc,)`` prediction rows in accumulation order (category, -score, image, tie-break) after
+            the ``max_dets`` cut; cat_ptr: ``(K + 1,)`` category segments of it.
+        rows: positions (into acc_order) with candidate pairs; state: ``(len(rows), A, T)`` uint8 outcomes
+            (``STATE_FP`` / ``STATE_TP`` / ``STATE_IGNORED``); row_of: ``(n_acc,)`` row of each position in state
+            or -1; unmatched: ``(n_acc, A)`` outcome of a position without a match (FP or ignored).
+        match: ``(len(rows), T)`` GT row matched in range ``range_index`` (empty unless requested).
+        range_index: the range whose matches are recorded ("all").
+    """
+
+    params: APParams
+    n_categories: int
+    image_keys: np.ndarray
+    gt_image: np.ndarray
+    gt_label: np.ndarray
+    gt_ignore_r: np.ndarray
+    pred_image: np.ndarray
+    pred_label: np.ndarray
+    pred_score: np.ndarray
+    acc_order: np.ndarray
+    cat_ptr: np.ndarray
+    rows: np.ndarray
+    state: np.ndarray
+    row_of: np.ndarray
+    unmatched: np.ndarray
+    match: np.ndarray
+    range_index: int
+
+    @property
+    def n_pred(self) -> int:
+        return len(self.pred_label)
+
+    @property
+    def n_images(self) -> int:
+        return len(self.image_keys)
+
+    def npig(self) -> np.ndarray:
+        """``(K, A)`` int64 non-ignored evaluated GT per category and range."""
+        K, A = self.n_categories, self.gt_ignore_r.shape[0]
+        gvalid = self.gt_label >= 0
+        out = np.zeros((K, A), np.int64)
+        for a in range(A):
+            out[:, a] = np.bincount(self.gt_label[gvalid & ~self.gt_ignore_r[a]], minlength=K)[:K]
+        return out
+
+
+def _image_keys(gt_image: np.ndarray, pred_image: np.ndarray, gi: np.ndarray, pi: np.ndarray,
+                n_img: int) -> np.ndarray:
+    """The key of each dense image index (keys ascending)."""
+    gt_image, pred_image = np.asarray(gt_image), np.asarray(pred_image)
+    trail = gt_image.shape[1:] if gt_image.ndim == 2 else pred_image.shape[1:]
+    keys = np.zeros((n_img, *trail), dtype=np.result_type(gt_image, pred_image))
+    keys[gi] = gt_image.reshape(len(gi), *trail)
+    keys[pi] = pred_image.reshape(len(pi), *trail)
+    keys.flags.writeable = False
+    return keys
+
+
+def _fixed_matching(params: APParams, K: int, c: _Checked, record: bool, gt_image=None,
+                    pred_image=None) -> FixedMatching:
     # 1. order
     keep, acc_order, cat_ptr = _order(c, K, params.max_dets)
     # 2. match (ranges inclusive: out if value < lo or value > hi)
@@ -417,23 +505,30 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     rec_a = names.index("all") if "all" in names else 0
     rows = np.flatnonzero(np.diff(indptr) > 0)
     state, match = coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_prox, c.det_prox[acc_order], gt_ign_r,
-                                     params.iou_thresholds, unmatched, rec_a if return_matches else -1)
+                                     params.iou_thresholds, unmatched, rec_a if record else -1)
     row_of = np.full(len(acc_order), -1, np.int64)
     row_of[rows] = np.arange(len(rows))
-    # 3. accumulate
-    gvalid = c.gt_label >= 0
-    npig = np.zeros((K, len(names)), np.int64)
-    for a in range(len(names)):
-        npig[:, a] = np.bincount(c.gt_label[gvalid & ~gt_ign_r[a]], minlength=K)[:K]
-    precision, recall = accumulate_precision(state, row_of, unmatched, cat_ptr[:K + 1], npig,
-                                             params.recall_thresholds)
-    matches = None
-    if return_matches:
-        matches = _matches(params, names[rec_a], rec_a, acc_order, rows, state, match, unmatched,
-                           len(c.pred_label), len(c.gt_label), gt_ign_r[rec_a].copy(), gvalid)
-    return APResult(precision=precision, recall=recall, n_gt=npig,
-                    n_pred=np.bincount(c.pred_label[acc_order], minlength=K)[:K].astype(np.int64), params=params,
-                    matches=matches, vocabulary=None if vocabulary is None else tuple(vocabulary))
+    keys = (_image_keys(gt_image, pred_image, c.gi, c.pi, c.n_img) if gt_image is not None
+            else np.zeros(0, np.int64))
+    return FixedMatching(params=params, n_categories=K, image_keys=keys, gt_image=c.gi, gt_label=c.gt_label,
+                         gt_ignore_r=gt_ign_r, pred_image=c.pi, pred_label=c.pred_label, pred_score=c.pred_score,
+                         acc_order=acc_order, cat_ptr=cat_ptr[:K + 1], rows=rows, state=state, row_of=row_of,
+                         unmatched=unmatched, match=match, range_index=rec_a)
+
+
+def fixed_matching(inputs: APInputs, *, n_categories: int, params: APParams | None = None) -> FixedMatching:
+    """The matching stages of :func:`evaluate_ap` on an :class:`APInputs` bundle, kept for re-accumulation.
+
+    ``inputs.proximity`` (when set) overrides ``params.proximity``, as in :func:`evaluate_inputs`."""
+    params = params or APParams()
+    if inputs.proximity is not None:
+        params = params.with_(proximity=bool(inputs.proximity))
+    K = int(n_categories)
+    a = inputs.arrays()
+    c = _check(*(a[k] for k in ("gt_image", "gt_label", "gt_ignore", "gt_range_value", "pred_image", "pred_label",
+                                "pred_score", "pred_range_value", "pair_gt", "pair_pred", "pair_iou")),
+               K, params, inputs.pair_iou2d, inputs.pred_order, None)
+    return _fixed_matching(params, K, c, False, a["gt_image"], a["pred_image"])
 
 
 def _matches(params, name, a, acc_order, rows, state, match, unmatched, n_pred, n_gt, gt_ignore, gt_valid):

@@ -1,0 +1,121 @@
+"""Benchmark of the image bootstrap (run by hand: ``python bench/bench_bootstrap.py``).
+
+On the 5,000-image workload of ``bench/workload.py`` (about 500k predictions), in one fresh process:
+- numba kernels load/compile (first call, tiny input);
+- drawing 1,000 resamples of the images (+ 100 jackknife groups);
+- the AP bootstrap: fixed matching + streams + 1,000 resamples + jackknife, every summary key and per-category AP;
+- the recall bootstrap and, with ``--ods``, the ODS bootstrap (centre-distance evaluation included);
+- a paired comparison of two label views of the run (10 % of the labels changed: "two templates"), both
+  bootstraps included, and the leaderboard of the two;
+- the same AP bootstrap with 1 numba thread, side by side, for the parallel speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.bench_eval import max_rss_mib, print_report, timed  # noqa: E402
+from bench.workload import build_workload  # noqa: E402
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=5000)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--ods", action="store_true", help="also bootstrap ODS (runs the centre-distance evaluation)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    import numba
+
+    from ov3d_core.diagnostics.bootstrap import (ImageResamples, bootstrap_matching, bootstrap_ods,
+                                                 bootstrap_recall, leaderboard, paired_comparison)
+    from ov3d_core.eval.ap import APInputs, APParams, fixed_matching
+    from ov3d_core.eval.labels import gt_codes, label_view_from_names
+    from ov3d_core.eval.pairs import compute_pairs
+    from ov3d_core.eval.recall import recall_for_view
+
+    rows = []
+    params = APParams.omni3d_3d()
+
+    def boot(w, pairs, view, g_codes, rs):
+        inp = APInputs.from_view(w.gt, w.pred, pairs, view, params, gt_label=g_codes)
+        fm = fixed_matching(inp, n_categories=view.n_categories, params=params)
+        return bootstrap_matching(fm, rs, vocabulary=view.vocabulary)
+
+    tiny = build_workload(n_images=20, seed=1)
+    tv = label_view_from_names(tiny.pred.category, tiny.pred.score, tiny.vocabulary)
+    tp = compute_pairs(tiny.gt, tiny.pred)
+    t, _ = timed(lambda: boot(tiny, tp, tv, gt_codes(tiny.gt.category, tiny.vocabulary),
+                              ImageResamples.draw(np.unique(tiny.gt.image_id), 20, 0)))
+    rows.append(("numba kernels load/compile (first call, tiny input)", t, ""))
+
+    w = build_workload(n_images=args.images, seed=args.seed)
+    pairs = compute_pairs(w.gt, w.pred)
+    view = label_view_from_names(w.pred.category, w.pred.score, w.vocabulary)
+    g_codes = gt_codes(w.gt.category, w.vocabulary)
+    images = np.arange(1000, 1000 + args.images)  # every image of the workload, with or without boxes
+    rows.append(("workload (not timed)", None, w.describe()))
+
+    t, rs = timed(lambda: ImageResamples.draw(images, args.resamples, args.seed))
+    rows.append((f"draw {args.resamples} resamples + 100 jackknife groups", t, ""))
+
+    c0 = time.process_time()
+    t, b1 = timed(lambda: boot(w, pairs, view, g_codes, rs))
+    cpu = time.process_time() - c0
+    f = b1.to_frame()
+    r0 = f.iloc[0]
+    rows.append((f"**AP bootstrap: {args.resamples} resamples** (7 summary keys + per-category AP3D, BCa)", t,
+                 f"{numba.get_num_threads()} threads, {cpu:.1f} s CPU; AP3D {r0['value']:.2f} "
+                 f"[{r0['lo']:.2f}, {r0['hi']:.2f}], se {r0['se']:.3f}"))
+
+    numba.set_num_threads(1)
+    c0 = time.process_time()
+    t1, _ = timed(lambda: boot(w, pairs, view, g_codes, rs))
+    cpu1 = time.process_time() - c0
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    rows.append(("  the same with 1 thread (side by side)", t1,
+                 f"{cpu1:.1f} s CPU ({1000 * cpu1 / (args.resamples + 101):.1f} ms per resample); wall ratio "
+                 f"x{t1 / t:.2f}"))
+
+    rec = recall_for_view(w.gt, pairs, view, gt_mask=g_codes >= 0)
+    t, br = timed(lambda: bootstrap_recall(rec, w.gt.image_id, rs))
+    rr = br.to_frame().iloc[0]
+    rows.append(("recall3D@15 bootstrap", t, f"{rr['value']:.4f} [{rr['lo']:.4f}, {rr['hi']:.4f}]"))
+    if args.ods:
+        t, bo = timed(lambda: bootstrap_ods(w.gt, w.pred, view, rs, gt_label=g_codes))
+        ro = bo.to_frame().iloc[0]
+        rows.append(("ODS bootstrap (centre-distance evaluation included)", t,
+                     f"ODS {ro['value']:.2f} [{ro['lo']:.2f}, {ro['hi']:.2f}]"))
+
+    rng = np.random.default_rng(1)
+    new_label = view.label.copy()
+    flip = rng.random(len(new_label)) < 0.10
+    new_label[flip] = rng.integers(0, len(w.vocabulary), int(flip.sum()))
+    view_b = view.relabel(new_label)
+
+    def paired():
+        a, b = boot(w, pairs, view, g_codes, rs), boot(w, pairs, view_b, g_codes, rs)
+        cmp = paired_comparison(a, b, name_a="A", name_b="B")
+        return cmp.to_frame(), cmp.per_category_frame(), leaderboard({"A": a, "B": b})
+
+    t, (tab, cat, lb) = timed(paired)
+    d = tab.set_index("metric").loc["AP3D"]
+    rows.append(("**paired test of two views** (2 bootstraps + differences + per-category Holm + leaderboard)", t,
+                 f"AP3D diff {d['diff']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}], p = {d['p_value']:.4f}; "
+                 f"{int(cat['significant'].sum())}/{len(cat)} categories significant after Holm"))
+    rows.append(("peak process memory (max RSS, whole benchmark)", None, f"{max_rss_mib():.0f} MiB"))
+
+    print_report(rows, f", numba {numba.__version__}, {numba.config.NUMBA_NUM_THREADS} numba threads, load average "
+                       f"{os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
