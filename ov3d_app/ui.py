@@ -25,6 +25,8 @@ _SYNC = "s:"
 PAGES = (
     ("app_pages/overview.py", "Overview", ":material/leaderboard:", "overview"),
     ("app_pages/scene.py", "Scene inspector", ":material/view_in_ar:", "scene"),
+    ("app_pages/grid.py", "Sample grid", ":material/grid_view:", "grid"),
+    ("app_pages/curves.py", "PR curves", ":material/show_chart:", "curves"),
     ("app_pages/confusion.py", "Confusion", ":material/grid_on:", "confusion"),
     ("app_pages/prompt_lab.py", "Prompt lab", ":material/text_fields:", "prompts"),
     ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),

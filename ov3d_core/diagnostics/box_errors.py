@@ -11,6 +11,8 @@ it overlaps no GT. Errors (float64, metres / degrees):
 - ``yaw_err``: |yaw difference| in [0°, 180°] of the length axes in the camera x-z plane (``geometry.boxes.yaw_of``);
 - ``iou3d``, ``iou2d``: the stored pair's IoUs (0 when the pair is not stored: it overlaps in neither).
 
+``depth`` and ``volume`` are the prediction's own (centre z in metres, w·h·l in m³).
+
 Ranks: ``score_rank`` counts from 1 among the evaluated predictions of the same label in the engine's order (score
 descending, then image, then row: the order AP accumulates in); ``image_rank`` among the evaluated predictions of
 the same image. Not evaluated predictions have no rank (``<NA>``).
@@ -24,8 +26,9 @@ import pandas as pd
 __all__ = ["PRED_DETAIL_COLUMNS", "GT_DETAIL_COLUMNS", "pose_errors", "pred_details", "gt_details",
            "NOT_IN_VOCABULARY"]
 
-PRED_DETAIL_COLUMNS = ["pred", "image_id", "category", "score", "status", "score_rank", "image_rank", "ref",
-                       "ref_gt", "gt_category", "iou3d", "iou2d", "center_dist", "depth_err", "size_err", "yaw_err"]
+PRED_DETAIL_COLUMNS = ["pred", "image_id", "category", "score", "status", "score_rank", "image_rank", "depth",
+                       "volume", "ref", "ref_gt", "gt_category", "iou3d", "iou2d", "center_dist", "depth_err",
+                       "size_err", "yaw_err"]
 GT_DETAIL_COLUMNS = ["gt", "image_id", "category", "status", "ignore_reason", "truncation", "visibility", "depth",
                      "volume", "height2d", "matched_pred", "matched_score", "iou3d"]
 #: Ignore reason shown for GT outside the evaluated vocabulary.
@@ -102,7 +105,9 @@ def pred_details(gt, pred, pairs, view, pred_status: pd.DataFrame) -> pd.DataFra
     gcat[has] = np.asarray(gt.category, object)[g]
     out = pd.DataFrame({"pred": np.arange(n), "image_id": image, "category": category, "score": score,
                         "status": status, "score_rank": _nullable(_ranks(label, score, image, evaluated)),
-                        "image_rank": _nullable(_ranks(image, score, image, evaluated)), "ref": ref,
+                        "image_rank": _nullable(_ranks(image, score, image, evaluated)),
+                        "depth": np.asarray(pred.center, np.float64)[:, 2],
+                        "volume": np.prod(np.asarray(pred.dims, np.float64), axis=1), "ref": ref,
                         "ref_gt": _nullable(ref_gt), "gt_category": gcat, **err})
     return out[PRED_DETAIL_COLUMNS]
 

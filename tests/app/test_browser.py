@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-quic"]
 #: url path -> the page title (h1) that proves the page's main content rendered.
-PAGES = {"": "Overview", "scene": "Scene inspector", "confusion": "Confusion", "prompts": "Prompt lab",
+PAGES = {"": "Overview", "scene": "Scene inspector", "grid": "Sample grid", "curves": "PR curves",
+         "confusion": "Confusion", "prompts": "Prompt lab",
          "oracle": "Oracle", "errors": "Error breakdown", "splits": "Class splits"}
 
 
