@@ -123,7 +123,7 @@ with ui.guard("The scene inspector"):
                       format_func=lambda r: f"{r} · {counts.get(r, '')}",
                       help="Pick the runs drawn side by side (one or two show large); the counts are on this image.")
     shown = [r for r in runs if r in (chosen or [])] or ([] if runs else [""])
-    per_row = selection.panels_per_row(len(shown) or 1)
+    per_row = selection.panels_per_row(len(shown) or 1, meta["width"] / max(meta["height"], 1))
     col_px = PANEL_PX[per_row]
     fig_h = int(np.clip(col_px * meta["height"] / max(meta["width"], 1), 200, 720))
     uri, scale = None, 1.0

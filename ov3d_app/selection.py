@@ -303,8 +303,11 @@ def removed_status(status: Sequence[str], removed_rows: Iterable[int]) -> np.nda
 
 
 # ------------------------------------------------------------------------------------------------ inspector layout
-def panels_per_row(n: int) -> int:
-    """Panels per row of the scene inspector: one or two runs side by side at full size, three per row beyond."""
+def panels_per_row(n: int, aspect: float = 4 / 3) -> int:
+    """Panels per row of the scene inspector: one or two runs side by side, three per row beyond; wide images
+    (``aspect`` = width / height >= 2, e.g. KITTI) one above the other up to two runs, two per row beyond."""
+    if aspect >= 2.0:
+        return 1 if n <= 2 else 2
     return 1 if n <= 1 else 2 if n == 2 else 3
 
 
@@ -457,3 +460,30 @@ def order_images(matching: pd.DataFrame, sort: str) -> pd.DataFrame:
     key = np.where(missing, 0.0, -key if desc else key)
     order = np.lexsort((out["image_id"].to_numpy(), key, missing))
     return out.iloc[order].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------------ pinned views
+def pinned_title(params: Mapping[str, str], page_title: str) -> str:
+    """The plain title of a pinned view for the presentation bar: page, dataset, run, protocol and the page's level
+    (confusion: fine classes / super-categories), then what else makes the view (image, cell, class, score
+    threshold, IoU) when it differs from the defaults. ``params`` are the view's URL query parameters
+    (``ov3d_app.state.state_to_query``): "Confusion · demo_indoor · ovmono_like · target-aware · super-categories"."""
+    from ov3d_app import state as S
+
+    st = S.query_to_state(params)
+    runs = st.get("runs") or []
+    run = st.get("focus_run") or (", ".join(runs) if runs else "all runs")
+    bits = [page_title, st.get("dataset") or "first dataset", run, st.get("protocol")]
+    if page_title.lower().startswith("confusion"):
+        bits.append("super-categories" if st.get("conf_level") == "super" else "fine classes")
+    if st.get("image_id") is not None:
+        bits.append(f"image {st['image_id']}")
+    if st.get("conf_cell") is not None:
+        bits.append(f"{st['conf_cell'][0]} → {st['conf_cell'][1]}")
+    if st.get("category"):
+        bits.append(str(st["category"]))
+    if st.get("min_score"):
+        bits.append(f"score ≥ {st['min_score']:g}")
+    if st.get("iou") != S.BY_NAME["iou"].default:
+        bits.append(f"IoU {st['iou']:g}")
+    return " · ".join(str(b) for b in bits if b)

@@ -221,7 +221,9 @@ def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str |
     kw: dict = {"theme": None, "key": key, "width": width,
                 "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"]}}
     if get("presentation"):
-        fig.update_layout(font=dict(size=15))
+        from ov3d_core.viz.style import presentation
+
+        presentation(fig)  # charts as well as text
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
     st.plotly_chart(fig, **kw)

@@ -833,12 +833,16 @@ class Analysis:
 
     def operating_points(self, view: View, iou: float | None = None) -> pd.DataFrame:
         """Where ``view.min_score`` sits on each category's raw curve at ``iou`` (default ``view.iou``): detections
-        kept, TP, FP, recall and precision, then the class mean (``eval.curves.operating_points``)."""
+        kept, TP, FP, recall and precision, then the class mean on the mean curve (``eval.curves.operating_points``)."""
         from ov3d_core.eval.curves import operating_points
+
+        from ov3d_core.eval.curves import ALL_CLASSES
 
         sc = self.score(view.with_(min_score=0.0))
         a_all = sc.ap.range_index("all")
-        return operating_points(self.pr_points(view, iou), view.min_score, sc.ap.n_gt[:, a_all], sc.view.vocabulary)
+        curves = self.pr_curves(view, iou)
+        return operating_points(self.pr_points(view, iou), view.min_score, sc.ap.n_gt[:, a_all], sc.view.vocabulary,
+                                mean_curve=curves[curves["category"] == ALL_CLASSES])
 
 
 #: Columns of :meth:`Analysis.leaderboard`.

@@ -89,11 +89,14 @@ def interpolated_pr(ap: APResult, iou: float, vocabulary, range_name: str = "all
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PR_CURVE_COLUMNS)
 
 
-def operating_points(points: pd.DataFrame, min_score: float, n_gt: np.ndarray, vocabulary) -> pd.DataFrame:
+def operating_points(points: pd.DataFrame, min_score: float, n_gt: np.ndarray, vocabulary,
+                     mean_curve: pd.DataFrame | None = None) -> pd.DataFrame:
     """Where a score threshold puts each category on its raw curve (``points`` from :func:`pr_points` of the view
     without a threshold): detections kept (score >= ``min_score``), TP, FP, recall and precision (NaN without a kept
-    detection). Categories with GT only, in vocabulary order, then ``ALL_CLASSES``: the mean recall over them and the
-    mean precision over those that keep a detection."""
+    detection). Categories with GT only, in vocabulary order, then ``ALL_CLASSES``: the mean of their recalls and,
+    as precision, the class-mean curve's value at that recall (``mean_curve``: recall, precision of the
+    ``ALL_CLASSES`` rows of :func:`interpolated_pr`, read as COCO samples it: at the first recall threshold >= the
+    recall), so the point lies on the mean curve; NaN without ``mean_curve``."""
     vocab = list(vocabulary)
     n_gt = np.asarray(n_gt, np.int64)
     kept = points[points["score"].to_numpy(np.float64) >= float(min_score)]
@@ -109,9 +112,14 @@ def operating_points(points: pd.DataFrame, min_score: float, n_gt: np.ndarray, v
                      "fp": d - tp, "recall": tp / n_gt[k], "precision": tp / d if d else np.nan})
     out = pd.DataFrame(rows, columns=OPERATING_COLUMNS)
     if len(out):
-        prec = out["precision"].dropna()
+        r = float(out["recall"].mean())
+        p = np.nan
+        if mean_curve is not None and len(mean_curve):
+            rec = mean_curve["recall"].to_numpy(np.float64)
+            i = int(np.searchsorted(rec, r - 1e-12, side="left"))
+            p = float(mean_curve["precision"].to_numpy(np.float64)[i]) if i < len(rec) else 0.0
         mean = {"category": ALL_CLASSES, "min_score": float(min_score), "n_gt": int(out["n_gt"].sum()),
                 "n_det": int(out["n_det"].sum()), "tp": int(out["tp"].sum()), "fp": int(out["fp"].sum()),
-                "recall": float(out["recall"].mean()), "precision": float(prec.mean()) if len(prec) else np.nan}
+                "recall": r, "precision": p}
         out = pd.concat([out, pd.DataFrame([mean], columns=OPERATING_COLUMNS)], ignore_index=True)
     return out

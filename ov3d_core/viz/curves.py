@@ -28,6 +28,7 @@ def line_chart(df: pd.DataFrame, x: str, y: str, group: str | None = None, *, ti
             mode="lines+markers" if markers else "lines",
             line=dict(color=colors.get(str(g), "#4575b4"), width=2),
             customdata=[[("" if g is None else str(g)), float(v)] for v in sub[x]],
+            selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=1.0)),
             hovertemplate=f"{x}: %{{x:.3g}}<br>{y}: %{{y:.3g}}" + ("<br>%{customdata[0]}" if g is not None else "")
                           + "<extra></extra>"))
     if diagonal:
@@ -37,8 +38,8 @@ def line_chart(df: pd.DataFrame, x: str, y: str, group: str | None = None, *, ti
         fig.add_trace(go.Scatter(x=[mx], y=[my], mode="markers+text", text=[label], textposition="top right",
                                  marker=dict(size=11, symbol="diamond", color="#d62728"), name=label,
                                  showlegend=False, hovertemplate=f"{label}<extra></extra>"))
-    fig.update_xaxes(title=x_title or x, automargin=True, range=x_range)
-    fig.update_yaxes(title=y_title or y, automargin=True, range=y_range)
+    fig.update_xaxes(title=x_title or x, automargin=True, range=x_range, title_standoff=10)
+    fig.update_yaxes(title=y_title or y, automargin=True, range=y_range, title_standoff=10)
     fig.update_layout(title=dict(text=title, y=0.98, yanchor="top") if title else None, height=height,
                       margin=dict(l=60, r=20, t=70 if title else 30, b=50),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), showlegend=group is not None)

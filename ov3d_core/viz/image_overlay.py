@@ -69,6 +69,8 @@ class BoxLayer:
         struck: removed by the oracle: faded, dashed, struck through.
         heading: draw the heading cross.
         group: legend group id (default: ``name``).
+        show_text: write the labels on the image (else they are hover text on the label markers only: e.g. matched
+            or ignored GT, whose class the matched prediction's label already says).
     """
 
     name: str
@@ -82,6 +84,7 @@ class BoxLayer:
     struck: bool = False
     heading: bool = True
     group: str | None = None
+    show_text: bool = True
 
     def __post_init__(self):
         c = np.asarray(self.corners, dtype=np.float64)
@@ -158,6 +161,8 @@ def label_anchors(corners: np.ndarray, K: np.ndarray, width: float | None = None
 
 #: Label text size (px) and the width of one character as a fraction of it (plotly's default sans-serif).
 LABEL_FONT_PX = 12
+#: Fill behind placed labels: light, so that every status colour reads on any image.
+LABEL_BACKGROUND = "rgba(255,255,255,0.78)"
 CHAR_WIDTH = 0.6
 _MARKER_PX = 10.0  # the square marker left of the text, and its gap
 
@@ -268,8 +273,8 @@ def box_traces_2d(layer: BoxLayer, K: np.ndarray, width: float | None = None, he
         if layer.customdata is not None:
             cdata = np.asarray(layer.customdata, dtype=object).reshape(len(layer), -1)[ok].tolist()
         traces.append(go.Scatter(
-            x=at[ok, 0], y=at[ok, 1], mode="markers+text" if show_labels and layer.labels is not None
-            else "markers", name=f"{layer.name} labels", legendgroup=group, showlegend=False, opacity=opacity,
+            meta="label", x=at[ok, 0], y=at[ok, 1], mode="markers+text" if show_labels and layer.labels is not None
+            and layer.show_text else "markers", name=f"{layer.name} labels", legendgroup=group, showlegend=False, opacity=opacity,
             marker=dict(color=layer.color, size=7, symbol="square"), text=text,
             textposition="middle right" if placed else "top right",
             textfont=dict(color=layer.color, size=LABEL_FONT_PX), customdata=cdata,
@@ -348,28 +353,42 @@ def image_overlay(image, K: np.ndarray, layers: Sequence[BoxLayer], *, width: in
     if width is None or height is None:
         raise ValueError("image_overlay: give the image or its width and height")
     positions: list = [None] * len(layers)
-    if avoid_overlap and show_labels and any(layer.labels is not None and len(layer) for layer in layers):
+    rects = np.zeros((0, 4))
+    if avoid_overlap and show_labels and any(layer.labels is not None and layer.show_text and len(layer)
+                                             for layer in layers):
         top = (fig_height - (30 if title else 0)) / max(height, 1)
         scale = min(top, (display_width or np.inf) / max(width, 1))
         bounds, sizes, owner = [], [], []
         for k, layer in enumerate(layers):
-            if layer.labels is None or not len(layer):
+            if layer.labels is None or not layer.show_text or not len(layer):
                 continue
             proj, trunc = projected_box2d(layer.corners, K, width, height)
             bb = np.where((trunc == -1).all(axis=1, keepdims=True), np.nan, trunc)
             bounds.append(bb)
             sizes.append(label_size_px([f"{t}" for t in layer.labels]))
             owner += [(k, i) for i in range(len(layer))]
-        xy, _ = place_labels(np.concatenate(bounds), np.concatenate(sizes), scale, width, height)
+        xy, rects = place_labels(np.concatenate(bounds), np.concatenate(sizes), scale, width, height)
         for k, layer in enumerate(layers):
-            if layer.labels is not None and len(layer):
+            if layer.labels is not None and layer.show_text and len(layer):
                 positions[k] = np.full((len(layer), 2), np.nan)
         for (k, i), p in zip(owner, xy):
             positions[k][i] = p
+    labels = []
     for layer, pos in zip(layers, positions):
         for tr in box_traces_2d(layer, K, width, height, show_labels=show_labels, label_xy=pos,
                                 show_legend=show_legend):
-            fig.add_trace(tr)
+            if tr.meta == "label":
+                labels.append(tr)  # drawn after every box, on a light background, so no edge crosses a label
+            else:
+                fig.add_trace(tr)
+    r = rects[~np.isnan(rects).any(axis=1)] if len(rects) else rects
+    if len(r):
+        xs = np.stack([r[:, 0] - 1, r[:, 2] + 2, r[:, 2] + 2, r[:, 0] - 1, r[:, 0] - 1, np.full(len(r), np.nan)], 1)
+        ys = np.stack([r[:, 1], r[:, 1], r[:, 3], r[:, 3], r[:, 1], np.full(len(r), np.nan)], 1)
+        fig.add_trace(go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="lines", fill="toself", name="label backgrounds",
+                                 fillcolor=LABEL_BACKGROUND, line=dict(width=0), hoverinfo="skip", showlegend=False))
+    for tr in labels:
+        fig.add_trace(tr)
     fig.update_xaxes(range=[-0.5, width - 0.5], visible=False, constrain="domain")
     fig.update_yaxes(range=[height - 0.5, -0.5], visible=False, scaleanchor="x", scaleratio=1, constrain="domain")
     fig.update_layout(
@@ -379,9 +398,13 @@ def image_overlay(image, K: np.ndarray, layers: Sequence[BoxLayer], *, width: in
     return fig
 
 
+#: GT statuses whose labels are hover text only in the status colouring (the matched prediction names the class).
+QUIET_GT = ("TP", "ignored", "not evaluated")
+
+
 def status_layers(corners: np.ndarray, status: Sequence[str], *, kind: str, labels: Sequence[str] | None = None,
                   customdata: np.ndarray | None = None, prefix: str = "", order: Sequence[str] | None = None,
-                  colors: dict | None = None) -> list[BoxLayer]:
+                  colors: dict | None = None, quiet_gt: bool = True) -> list[BoxLayer]:
     """Split boxes into one ``BoxLayer`` per status with the shared style: predictions solid, ground truth dotted
     (missed GT solid and thick), "removed" (by the oracle) struck through.
 
@@ -394,6 +417,7 @@ def status_layers(corners: np.ndarray, status: Sequence[str], *, kind: str, labe
         prefix: legend prefix (e.g. the run name).
         order: status drawing order (default: ignored first, TP last).
         colors: override of ``STATUS_COLORS``.
+        quiet_gt: GT boxes of :data:`QUIET_GT` statuses keep their label as hover text only.
     """
     colors = {**STATUS_COLORS, **(colors or {})}
     status = np.asarray(status, dtype=object)
@@ -416,7 +440,8 @@ def status_layers(corners: np.ndarray, status: Sequence[str], *, kind: str, labe
             labels=None if labels is None else [labels[i] for i in np.flatnonzero(m)],
             customdata=None if customdata is None else np.asarray(customdata, dtype=object)[m],
             dash=dash, width=width, struck=(s == "removed"), heading=True,
-            opacity=0.6 if s in ("ignored", "not evaluated") else 1.0, group=f"{prefix}{kind}:{s}"))
+            opacity=0.6 if s in ("ignored", "not evaluated") else 1.0, group=f"{prefix}{kind}:{s}",
+            show_text=not (quiet_gt and kind == "gt" and s in QUIET_GT)))
     return out
 
 
