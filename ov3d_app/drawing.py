@@ -74,18 +74,27 @@ def image_layers(cfg_key: str, dataset: str, rows: pd.DataFrame, *, color_by: st
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def scene3d_figure(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, _points, meta: dict, *,
-                   color_by: str, vocabulary: list[str], highlight: str | None, budget: int):
-    """The 3D view's figure (``viz.scene3d.scene_figure``), memoised per image, boxes, colouring, highlight and point
-    budget: toggling the view back on or re-running the page sends the cached figure (``_points``, the image's
-    ``ScenePoints``, is keyed by ``image_id`` and ``budget``)."""
+def _scene3d_spec(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, _points, meta: dict, *,
+                  color_by: str, vocabulary: list[str], highlight: str | None, budget: int) -> dict:
     from ov3d_core.viz.scene3d import scene_figure
 
     layers = image_layers(cfg_key, dataset, rows, color_by=color_by, vocabulary=vocabulary, highlight=highlight)
     pts = None if _points is None else _points.points
     cols = None if _points is None else _points.colors
     return scene_figure(pts, layers, K=meta["K"], width=meta["width"], height=meta["height"], colors=cols,
-                        budget=budget, fig_height=600)
+                        budget=budget, fig_height=600).to_dict()
+
+
+def scene3d_figure(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, points, meta: dict, *,
+                   color_by: str, vocabulary: list[str], highlight: str | None, budget: int):
+    """The 3D view's figure (``viz.scene3d.scene_figure``), memoised per image, boxes, colouring, highlight and point
+    budget as its validated dict: toggling the view back on or re-running the page rebuilds it without plotly's
+    validation (``viz.style.from_dict``). ``points`` (the image's ``ScenePoints``) is keyed by ``image_id`` and
+    ``budget``."""
+    from ov3d_core.viz.style import from_dict
+
+    return from_dict(_scene3d_spec(cfg_key, dataset, image_id, rows, points, meta, color_by=color_by,
+                                   vocabulary=vocabulary, highlight=highlight, budget=budget))
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)

@@ -113,7 +113,7 @@ def palette_colors(colors: np.ndarray, n: int = 256) -> tuple[np.ndarray, list]:
     idx = np.asarray(q, np.uint8).reshape(-1)
     pal = np.asarray(q.getpalette()[: 3 * n], np.int64).reshape(-1, 3)
     k = max(int(idx.max()) + 1, 2)
-    scale = [[i / (k - 1), f"rgb({r},{g},{b})"] for i, (r, g, b) in enumerate(pal[:k])]
+    scale = [[i / (k - 1), f"#{r:02x}{g:02x}{b:02x}"] for i, (r, g, b) in enumerate(pal[:k])]  # hex: fast to validate
     return idx, scale
 
 
