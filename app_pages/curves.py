@@ -10,7 +10,7 @@ import streamlit as st
 from ov3d_app import cache, ui
 from ov3d_core.eval.curves import ALL_CLASSES
 from ov3d_core.viz.curves import pr_figure, pr_grid
-from ov3d_core.viz.tables import dash_missing
+from ov3d_app.drawing import MISSING
 
 ui.page_header("PR curves", "Interpolated precision-recall curves (Omni3D: 101 recall points, the envelope AP "
                "averages) at the sidebar's 3D IoU, computed without the score threshold; the diamond marks each run's "
@@ -51,5 +51,6 @@ with ui.guard("The precision-recall curves"):
     st.caption("Per run and class: detections kept by the threshold, TP and FP among them at the IoU, recall and "
                "precision (— where no detection is kept). The same table `ov3d report` writes (operating_points).")
     table = ops.copy()
-    st.dataframe(dash_missing(table), hide_index=True, key="pr_ops")
+    st.dataframe(table, hide_index=True, key="pr_ops", placeholder=MISSING,
+                 column_config=ui.fmt_table(table, fraction=("min_score", "recall", "precision")))
     ui.export_table(table, f"operating_points_{ctx.dataset}", "pr_ops_x")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from ov3d_app import cache, drawing, selection, ui
 from ov3d_app import tags as T
-from ov3d_core.viz.tables import dash_missing
+from ov3d_app.drawing import MISSING
 
 ui.page_header("Sample grid", "Every image of the dataset as a thumbnail with its boxes; filter the boxes by class, "
                "status and attributes, sort the images, and open one in the scene inspector. Statuses at the "
@@ -99,5 +99,6 @@ with ui.guard("The sample grid"):
                 st.switch_page("app_pages/scene.py")
 
     with st.expander(f"Matching boxes ({len(matching)})"):
-        st.dataframe(dash_missing(matching), hide_index=True)
+        st.dataframe(matching, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
+            matching, fraction=tuple(selection.SAMPLE_ATTRIBUTES)))
         ui.export_table(matching, f"grid_{ctx.dataset}_{run}", "grid_tbl")

@@ -11,11 +11,11 @@ import numpy as np
 import streamlit as st
 
 from ov3d_app import cache, drawing, selection, ui
+from ov3d_app.drawing import MISSING
 from ov3d_app import state as S
 from ov3d_app import tags as T
 from ov3d_core.viz.image_overlay import image_overlay, legend_html, legend_items
 from ov3d_core.viz.scene3d import scene_figure
-from ov3d_core.viz.tables import dash_missing
 
 ui.page_header("Scene inspector", "GT boxes dotted (missed GT solid orange), predictions solid: green TP, red FP, "
                "purple = well localised but mislabelled (its label reads 'pred ≠ GT'). The cross marks each box's "
@@ -23,6 +23,9 @@ ui.page_header("Scene inspector", "GT boxes dotted (missed GT solid orange), pre
 ctx = ui.need_context()
 #: Width in px of one panel for 1, 2 and 3 panels per row in the wide layout (the image is scaled to it).
 PANEL_PX = {1: 1150, 2: 570, 3: 375}
+#: Float columns of the per-box tables shown with three decimals.
+PRED_FRACTIONS = ("score", "depth", "volume", "iou3d", "iou2d", "center_dist", "depth_err", "size_err")
+GT_FRACTIONS = ("truncation", "visibility", "depth", "volume", "height2d", "matched_score", "iou3d")
 #: Point budgets of the 3D view (the last: every depth pixel of the demo's 640 x 480 maps).
 BUDGETS = (20_000, 60_000, 150_000, 310_000)
 
@@ -173,12 +176,15 @@ with ui.guard("The scene inspector"):
                     "the box)")
         tp, tg = st.tabs([f"Predictions ({len(preds)})", f"Ground truth ({len(gts)})"])
         with tp:
-            st.dataframe(dash_missing(preds, formats={"yaw_err": "{:.1f}°"}), hide_index=True, key="box_preds",
-                         on_select=lambda: _on_row("box_preds", preds, "pred"), selection_mode="single-row")
+            st.dataframe(preds, hide_index=True, key="box_preds", placeholder=MISSING,
+                         on_select=lambda: _on_row("box_preds", preds, "pred"), selection_mode="single-row",
+                         column_config=ui.fmt_table(preds, fraction=PRED_FRACTIONS) | {
+                             "yaw_err": st.column_config.NumberColumn("yaw_err (°)", format="%.1f")})
             ui.export_table(preds, f"pred_boxes_{ctx.dataset}_{image_id}", "box_preds_x")
         with tg:
-            st.dataframe(dash_missing(gts), hide_index=True, key="box_gts",
-                         on_select=lambda: _on_row("box_gts", gts, "gt"), selection_mode="single-row")
+            st.dataframe(gts, hide_index=True, key="box_gts", placeholder=MISSING,
+                         on_select=lambda: _on_row("box_gts", gts, "gt"), selection_mode="single-row",
+                         column_config=ui.fmt_table(gts, fraction=GT_FRACTIONS))
             ui.export_table(gts, f"gt_boxes_{ctx.dataset}_{image_id}", "box_gts_x")
 
     view_3d(ctx, image_id, meta, rows, vocab, [r for r in shown if r])

@@ -260,7 +260,7 @@ def bench_browser_3d(page, base: str, repeats: int = 3) -> dict:
     page.goto(f"{base}/scene?ds=demo_indoor")
     wait_page(page, time.perf_counter(), TITLES["scene"])
     toggle = page.locator('[data-testid="stCheckbox"]', has_text="3D view").first
-    plot3d = '.js-plotly-plot:has(.gl-container)'
+    plot3d = '.js-plotly-plot:has(canvas)'  # the WebGL scene (2D charts have no canvas)
     for k in range(repeats):
         if k:
             page.locator('[data-testid="stMainBlockContainer"] button', has_text="Next").first.click()
@@ -280,9 +280,9 @@ def bench_browser_3d(page, base: str, repeats: int = 3) -> dict:
             btn = page.locator(f"{plot3d} .updatemenu-button", has_text=preset).first
             t0 = time.perf_counter()
             btn.click()
-            page.wait_for_function("([s, want]) => { const g = document.querySelector(s); const c = g && "
-                                   "g._fullLayout.scene.camera; return c && Math.abs(c.up.z - want) < 1e-6; }",
-                                   arg=[plot3d, 1.0 if preset == "top-down" else 0.0])
+            page.wait_for_function("([s, top]) => { const g = document.querySelector(s); const c = g && "
+                                   "g._fullLayout.scene._scene.getCamera(); return c && (top ? c.up.z > 0.99 : "
+                                   "c.up.z < 0.5); }", arg=[plot3d, preset == "top-down"])
             page.wait_for_timeout(0)
             out["camera_preset_s"].append(round(time.perf_counter() - t0, 3))
         toggle.click()

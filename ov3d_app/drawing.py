@@ -12,6 +12,8 @@ from ov3d_app import cache, selection
 from ov3d_core.viz.image_overlay import BoxLayer, class_colors, class_layers, status_layers
 
 HIGHLIGHT_COLOR = "#ffd400"
+#: How the app's tables show a missing value (``st.dataframe(placeholder=...)``) instead of "None".
+MISSING = "—"
 
 
 def _corners(cfg_key: str, dataset: str, rows: pd.DataFrame) -> np.ndarray:

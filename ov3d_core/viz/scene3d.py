@@ -256,8 +256,9 @@ def scene_figure(points: np.ndarray | None, layers: Sequence[BoxLayer], *, K: np
         height=fig_height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title, uirevision="keep",
         legend=dict(orientation="h", yanchor="top", y=0.0, x=0, font=dict(size=11)),
         updatemenus=camera_menu(cams, camera),
+        # orbit: plotly's default turntable drag replaces any camera `up` but +z by (0, 0, 1) on the first draw
         scene=dict(aspectmode="manual", aspectratio=dict(x=aspect[0], y=aspect[1], z=aspect[2]),
-                   camera=cams[camera],
+                   camera=cams[camera], dragmode="orbit",
                    xaxis=dict(title="x (m)", range=[lo[0], hi[0]], **axis),
                    yaxis=dict(title="y (m, down)", range=[lo[1], hi[1]], **axis),
                    zaxis=dict(title="z (m, forward)", range=[lo[2], hi[2]], **axis)))

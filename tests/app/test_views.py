@@ -307,3 +307,11 @@ def test_bar_value_labels_are_readable_or_hidden(tiny_demo):
     assert bars["layout"]["uniformtext"]["minsize"] >= 11 and bars["layout"]["uniformtext"]["mode"] == "hide"
     assert all(t["textfont"]["size"] >= 11 for t in bars["data"])
     assert all(t["unselected"]["marker"]["opacity"] == 1 for t in bars["data"])  # no lasting fade after a click
+
+
+@pytest.mark.parametrize("page", [None, SCENE, "app_pages/grid.py", "app_pages/curves.py",
+                                  "app_pages/confusion.py"])
+def test_missing_values_show_as_a_dash(tiny_demo, page):
+    at = app(page, ds="demo_indoor")
+    assert not problems(at), problems(at)
+    assert at.dataframe and all(d.proto.placeholder == "—" for d in at.dataframe)
