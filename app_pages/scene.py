@@ -26,7 +26,8 @@ PANEL_PX = {1: 1150, 2: 570, 3: 375}
 #: Float columns of the per-box tables shown with three decimals.
 PRED_FRACTIONS = ("score", "depth", "volume", "iou3d", "iou2d", "center_dist", "depth_err", "size_err")
 GT_FRACTIONS = ("truncation", "visibility", "depth", "volume", "height2d", "matched_score", "iou3d")
-#: Point budgets of the 3D view (the last: every depth pixel of the demo's 640 x 480 maps).
+#: Point budgets of the 3D view (the last: every depth pixel of the demo's 640 x 480 maps); the first is the default,
+#: which a browser without a GPU (software WebGL) still redraws in about a second.
 BUDGETS = (20_000, 60_000, 150_000, 310_000)
 
 
@@ -51,12 +52,23 @@ def _on_row(key: str, table, kind: str):
 @st.fragment
 def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
     st.toggle("3D view (point cloud, boxes, camera frustum)", **ui.bind("show_3d"))
+    drawn = st.session_state.get("_scene3d_drawn")  # (dataset, image) whose 3D view the browser holds
     if not ui.get("show_3d"):
-        return
+        if drawn != (ctx.dataset, image_id):
+            return
+        # toggled off on the same image: keep the WebGL scene in the page, hidden, so that toggling it back on is
+        # instant (a browser without a GPU takes seconds to build a new WebGL scene)
+        st.markdown("<style>.st-key-scene3d_box {display: none}</style>", unsafe_allow_html=True)
+    st.session_state["_scene3d_drawn"] = (ctx.dataset, image_id)
+    with st.container(key="scene3d_box"):
+        _scene_3d(ctx, image_id, meta, rows, vocabulary, shown)
+
+
+def _scene_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
     c1, c2 = st.columns([2, 2])
     run_opts = shown or [""]
     run3d = c1.selectbox("Run shown in 3D", run_opts, key="run3d", format_func=lambda r: r or "GT only")
-    budget = c2.select_slider("Points", BUDGETS, value=BUDGETS[1], key="pts3d",
+    budget = c2.select_slider("Points", BUDGETS, value=BUDGETS[0], key="pts3d",
                               format_func=lambda n: f"{n // 1000}k",
                               help="Most points drawn: the voxel size of the downsampling follows from it.")
     sub = rows[rows["run"] == run3d] if run3d else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
@@ -71,7 +83,8 @@ def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
                        "the buttons in the figure; drag to orbit.")
         fig = drawing.scene3d_figure(ctx.cfg_key, ctx.dataset, image_id, sub, pc, meta, color_by=ui.get("color_by"),
                                      vocabulary=vocabulary, highlight=ui.get("highlight"), budget=budget)
-        ui.plot(fig, "scene3d_fig", export_name=f"scene3d_{ctx.dataset}_{image_id}")
+        # one WebGL pixel per CSS pixel: a software-rendered browser (no GPU) draws the scene several times faster
+        ui.plot(fig, "scene3d_fig", export_name=f"scene3d_{ctx.dataset}_{image_id}", config={"plotGlPixelRatio": 1})
 
 
 with ui.guard("The scene inspector"):
@@ -156,7 +169,12 @@ with ui.guard("The scene inspector"):
                 ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")
 
     with st.container(border=True):
-        st.markdown(f"**Tags and notes** · image {image_id}")
+        t1, t2 = st.columns([5, 1])
+        t1.markdown(f"**Tags and notes** · image {image_id} · saved in `{T.store(ctx.cfg_key).path.name}` beside the "
+                    "benchmark config")
+        t2.download_button("Tags (JSON)", data=lambda: T.store(ctx.cfg_key).to_json(ctx.dataset).encode("utf-8"),
+                           file_name=f"tags_{ctx.dataset}.json", mime="application/json", on_click="ignore",
+                           icon=":material/sell:", key="tags_dl", width="stretch")
         T.editor(ctx.cfg_key, ctx.dataset, image_id, label="image")
         hl = selection.parse_highlight(ui.get("highlight"))
         if hl is not None:

@@ -15,6 +15,8 @@ Targets (issue "The Streamlit app"): first paint of the demo < 3 s once it is bu
 < 300 ms.
 
     python bench/bench_app.py                     # the demo in data/demo (built first if missing)
+    python bench/bench_app.py --views             # the 3D view, inspector, grid and PR curves only
+    python bench/bench_app.py --screenshots DIR   # full-page screenshots of every page at 1600 x 1000
     OV3D_DEMO_DIR=/tmp/demo python bench/bench_app.py --cold --skip-browser
 """
 
@@ -141,6 +143,69 @@ def bench_apptest(repeats: int) -> dict:
     return out
 
 
+def bench_views(repeats: int) -> dict:
+    """The views of issue 13 through AppTest (script time in this process, warm geometry): the 3D toggle (first on an
+    image, then cached), the point budget, the next image with the 3D view on, the run picker, the sample grid's
+    filters and the PR-curves page."""
+    from streamlit.testing.v1 import AppTest
+
+    out: dict = {}
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=1800)
+
+    def steps(actions) -> float:
+        """Median ms of running each action (a widget change + run), checked for errors."""
+        times = []
+        for act in actions:
+            times.append(timed(act))
+            check(at)
+        return median_ms(times)
+
+    at.query_params["ds"] = "demo_indoor"
+    at.run()
+    check(at)
+    at.switch_page("app_pages/scene.py")
+    out["scene: first visit"] = round(timed(at.run), 3)
+    check(at)
+    first, cached, nxt = [], [], []
+    for k in range(repeats):
+        first.append(timed(lambda: at.toggle(key="w:show_3d").set_value(True).run()))
+        check(at)
+        at.toggle(key="w:show_3d").set_value(False).run()
+        cached.append(timed(lambda: at.toggle(key="w:show_3d").set_value(True).run()))
+        nxt.append(timed(lambda: [b for b in at.button if b.label == "Next"][0].click().run()))  # 3D stays on
+        check(at)
+        at.toggle(key="w:show_3d").set_value(False).run()
+    out["scene: 3D toggle on, first time on the image (ms)"] = median_ms(first)
+    out["scene: 3D toggle on, cached (ms)"] = median_ms(cached)
+    out["scene: next image with the 3D view on (ms)"] = median_ms(nxt)
+    at.toggle(key="w:show_3d").set_value(True).run()
+    out["scene: point budget change, first time (ms)"] = steps(
+        lambda b=b: at.select_slider(key="pts3d").set_value(b).run() for b in (150_000, 20_000, 310_000))
+    at.toggle(key="w:show_3d").set_value(False).run()
+    pills = at.pills(key="scene_big:demo_indoor")
+    runs = [o.split(" · ")[0] for o in pills.options]
+    out["scene: run picker change (ms)"] = steps(
+        lambda k=k: at.pills(key="scene_big:demo_indoor").set_value(runs[: 3 if k % 2 == 0 else 2]).run()
+        for k in range(repeats))
+    at.switch_page("app_pages/grid.py")
+    out["grid: first visit (s)"] = round(timed(at.run), 3)
+    check(at)
+    vocab = at.multiselect(key="grid_classes").options
+    out["grid: class filter change (ms)"] = steps(
+        lambda k=k: at.multiselect(key="grid_classes").set_value([vocab[k % len(vocab)]]).run() for k in range(repeats))
+    out["grid: sort change (ms)"] = steps(
+        lambda n=n: at.selectbox(key="grid_sort").set_value(n).run()
+        for n in ("highest score", "largest error (centre distance)", "image id"))
+    at.switch_page("app_pages/curves.py")
+    out["curves: first visit (s)"] = round(timed(at.run), 3)
+    check(at)
+    classes = at.selectbox(key="pr_class").options
+    out["curves: class change (ms)"] = steps(
+        lambda k=k: at.selectbox(key="pr_class").set_value(classes[1 + k % (len(classes) - 1)]).run()
+        for k in range(repeats))
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -252,41 +317,66 @@ def _plot_drawn(page, selector: str) -> None:
                            "g.querySelector('canvas'); }", arg=selector)
 
 
-def bench_browser_3d(page, base: str, repeats: int = 3) -> dict:
-    """The scene inspector's 3D view in the browser: seconds from the toggle click until the WebGL figure is drawn
-    (first time on an image, then again on cached data), and from a camera-preset click until plotly has applied
-    the new camera (a relayout in the browser, no script run)."""
+PLOT_3D = ".js-plotly-plot:has(canvas)"  # the WebGL scene (2D charts have no canvas)
+_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def toggle_3d(page, toggle) -> float:
+    """Seconds from a click on the 3D toggle until the new WebGL scene is drawn (off: until it is gone). Plots on
+    the page before the click are marked, so a stale one never counts."""
+    page.evaluate("() => document.querySelectorAll('.js-plotly-plot').forEach(g => g.dataset.old = '1')")
+    had = page.locator(PLOT_3D).count() > 0
+    t0 = time.perf_counter()
+    toggle.click()
+    if had:
+        page.wait_for_function("(s) => !document.querySelector(s)", arg=PLOT_3D)
+    else:
+        page.wait_for_function("(s) => { const g = document.querySelector(s + ':not([data-old])'); return g && "
+                               "g._fullLayout && g._fullLayout.scene && g._fullLayout.scene._scene; }", arg=PLOT_3D)
+        page.evaluate(_FRAMES)
+    took = time.perf_counter() - t0
+    wait_idle(page)
+    return round(took, 3)
+
+
+def camera_preset(page, click) -> float:
+    """Seconds from ``click()`` (a camera control) until the scene is redrawn with another camera eye."""
+    eye = "(s) => JSON.stringify(document.querySelector(s)._fullLayout.scene._scene.getCamera().eye)"
+    before = page.evaluate(eye, PLOT_3D)
+    t0 = time.perf_counter()
+    click()
+    page.wait_for_function("([s, c]) => { const g = document.querySelector(s); return g && g._fullLayout.scene && "
+                           "g._fullLayout.scene._scene && JSON.stringify(g._fullLayout.scene._scene.getCamera().eye)"
+                           " !== c; }", arg=[PLOT_3D, before])
+    page.evaluate(_FRAMES)
+    took = time.perf_counter() - t0
+    wait_idle(page)
+    return round(took, 3)
+
+
+def bench_browser_3d(page, base: str, repeats: int = 3, buttons: bool = True) -> dict:
+    """The scene inspector's 3D view in the browser: seconds from the toggle click until the WebGL scene is drawn
+    (first time on an image, then again on cached data), and from a camera-preset click until the scene is redrawn
+    (``buttons``: the in-figure relayout buttons; else the older Python radio "Camera")."""
     out: dict = {"toggle_on_first_s": [], "toggle_on_cached_s": [], "camera_preset_s": []}
     page.goto(f"{base}/scene?ds=demo_indoor")
     wait_page(page, time.perf_counter(), TITLES["scene"])
     toggle = page.locator('[data-testid="stCheckbox"]', has_text="3D view").first
-    plot3d = '.js-plotly-plot:has(canvas)'  # the WebGL scene (2D charts have no canvas)
     for k in range(repeats):
         if k:
             page.locator('[data-testid="stMainBlockContainer"] button', has_text="Next").first.click()
             wait_idle(page)
-        for label in ("toggle_on_first_s", "toggle_on_cached_s"):
-            t0 = time.perf_counter()
-            toggle.click()
-            _plot_drawn(page, plot3d)
-            wait_idle(page)
-            out[label].append(round(time.perf_counter() - t0, 3))
-            toggle.click()  # off again
-            wait_idle(page)
-        toggle.click()
-        _plot_drawn(page, plot3d)
-        wait_idle(page)
+        out["toggle_on_first_s"].append(toggle_3d(page, toggle))
+        toggle_3d(page, toggle)
+        out["toggle_on_cached_s"].append(toggle_3d(page, toggle))
         for preset in ("top-down", "side", "ego"):
-            btn = page.locator(f"{plot3d} .updatemenu-button", has_text=preset).first
-            t0 = time.perf_counter()
-            btn.click()
-            page.wait_for_function("([s, top]) => { const g = document.querySelector(s); const c = g && "
-                                   "g._fullLayout.scene._scene.getCamera(); return c && (top ? c.up.z > 0.99 : "
-                                   "c.up.z < 0.5); }", arg=[plot3d, preset == "top-down"])
-            page.wait_for_timeout(0)
-            out["camera_preset_s"].append(round(time.perf_counter() - t0, 3))
-        toggle.click()
-        wait_idle(page)
+            if buttons:
+                btn = page.locator(f"{PLOT_3D} .updatemenu-button", has_text=preset).first
+            else:
+                btn = page.locator('[data-testid="stRadio"] label', has_text=preset).first
+            out["camera_preset_s"].append(camera_preset(page, btn.click))
+        toggle_3d(page, toggle)
+    out["median_s"] = {k: round(statistics.median(v), 3) for k, v in list(out.items())}
     return out
 
 
@@ -340,6 +430,8 @@ def main() -> int:
     ap.add_argument("--screenshots", type=Path, metavar="DIR", help="only take full-page screenshots of every page at "
                     "1600 x 1000 into DIR (keep them out of git)")
     ap.add_argument("--only", nargs="*", help="with --screenshots: these views only")
+    ap.add_argument("--views", action="store_true", help="only the views of issue 13 (3D view, inspector, grid, PR "
+                    "curves): AppTest script times and the browser's 3D toggle and camera presets")
     args = ap.parse_args()
     if args.screenshots:
         print(json.dumps(screenshots(args.screenshots, os.environ.get("OV3D_DEMO_DIR"), args.only), indent=1))
@@ -356,10 +448,22 @@ def main() -> int:
     results = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "demo": {"config": cfg, "ensure_demo_s": round(build_s, 2), "cold_disk_cache": args.cold},
-        "apptest": bench_apptest(args.repeats),
     }
-    if not args.skip_browser:
-        results["browser"] = bench_browser(os.environ.get(cache.DEMO_ENV))
+    if args.views:
+        results["apptest_views"] = bench_views(args.repeats)
+        if not args.skip_browser:
+            with serve(os.environ.get(cache.DEMO_ENV)) as base, browser() as page:
+                page.goto(base)
+                wait_page(page, time.perf_counter(), TITLES["overview"])
+                results["browser_views"] = {"scene_3d": bench_browser_3d(page, base, args.repeats)}
+                for name in ("grid", "curves"):
+                    t0 = time.perf_counter()
+                    page.goto(f"{base}/{URLS[name]}?ds=demo_indoor")
+                    results["browser_views"][f"{name}_open_s"] = wait_page(page, t0, TITLES[name])
+    else:
+        results["apptest"] = bench_apptest(args.repeats)
+        if not args.skip_browser:
+            results["browser"] = bench_browser(os.environ.get(cache.DEMO_ENV))
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

@@ -216,10 +216,11 @@ def _deferred(fn, *args, **kw):
 
 
 def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str | None = None, static_fig=None,
-         selection_mode=("points",), width: str = "stretch") -> None:
-    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover."""
+         selection_mode=("points",), width: str = "stretch", config: dict | None = None) -> None:
+    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover (``config``: extra
+    plotly.js config, e.g. ``plotGlPixelRatio`` for a WebGL scene)."""
     kw: dict = {"theme": None, "key": key, "width": width,
-                "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"]}}
+                "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"], **(config or {})}}
     if get("presentation"):
         from ov3d_core.viz.style import presentation
 

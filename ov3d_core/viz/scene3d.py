@@ -7,8 +7,8 @@ in the linked image view. The camera frame is Omni3D's (x right, y down, z forwa
 along +z from behind and above the camera with -y up.
 
 Speed: point colours go to the browser as one byte per point (an adaptive 256-colour palette as the colour scale)
-instead of an ``rgb(...)`` string per point, and the camera presets are ``relayout`` buttons inside the figure, so
-switching the view never runs Python.
+instead of an ``rgb(...)`` string per point, points are square markers (far fewer triangles than circles), and the
+camera presets are ``relayout`` buttons inside the figure, so switching the view never runs Python.
 
 Camera framing follows plotly.js's gl3d camera: the scene is normalised so that axis ``i`` spans
 ``[-aspect_i / 2, aspect_i / 2]`` around its mid-range, the camera is a look-at (eye, centre, up in those units) with
@@ -183,8 +183,10 @@ def box_lines_3d(corners: np.ndarray, edges: np.ndarray = BOX_EDGES) -> tuple[li
     return tuple(out)
 
 
-def box_traces_3d(layer: BoxLayer, show_labels: bool = True) -> list[go.Scatter3d]:
-    """Edges (+ heading cross) of one layer as one lines trace, and its labels as a text trace at the box tops."""
+def box_traces_3d(layer: BoxLayer, show_labels: bool = True, label_text: bool = False) -> list[go.Scatter3d]:
+    """Edges (+ heading cross) of one layer as one lines trace, and its labels at the box tops: hover text on small
+    markers, or with ``label_text`` written in the scene (plotly tessellates every 3D text glyph: about 60 ms a
+    label to draw in a browser without a GPU)."""
     group = layer.group or layer.name
     opacity = min(layer.opacity, 0.45) if layer.struck else layer.opacity
     edges = np.concatenate([BOX_EDGES, HEADING_EDGES]) if layer.heading else BOX_EDGES
@@ -195,9 +197,14 @@ def box_traces_3d(layer: BoxLayer, show_labels: bool = True) -> list[go.Scatter3
     if show_labels and layer.labels is not None and len(layer):
         top = layer.corners.mean(axis=1)
         top[:, 1] = layer.corners[:, :, 1].min(axis=1)  # y down: the top is the smallest y
-        traces.append(go.Scatter3d(x=top[:, 0], y=top[:, 1], z=top[:, 2], mode="text", text=list(layer.labels),
-                                   name=f"{layer.name} labels", legendgroup=group, showlegend=False,
-                                   textfont=dict(color=layer.color, size=11), hoverinfo="text", opacity=opacity))
+        common = dict(x=top[:, 0], y=top[:, 1], z=top[:, 2], name=f"{layer.name} labels", legendgroup=group,
+                      showlegend=False, hovertext=list(layer.labels), hoverinfo="text", opacity=opacity)
+        if label_text:
+            traces.append(go.Scatter3d(mode="text", text=list(layer.labels),
+                                       textfont=dict(color=layer.color, size=11), **common))
+        else:
+            traces.append(go.Scatter3d(mode="markers", marker=dict(size=4, color=layer.color, symbol="square"),
+                                       **common))
     return traces
 
 
@@ -205,7 +212,7 @@ def scene_figure(points: np.ndarray | None, layers: Sequence[BoxLayer], *, K: np
                  width: float | None = None, height: float | None = None, colors: np.ndarray | None = None,
                  budget: int = POINT_BUDGET, point_size: float = 1.5, frustum_depth: float | None = None,
                  camera: str = "ego", show_labels: bool = True, fig_height: int = 560,
-                 title: str | None = None, viewport_aspect: float = 1.6) -> go.Figure:
+                 title: str | None = None, viewport_aspect: float = 1.6, label_text: bool = False) -> go.Figure:
     """Point cloud + boxes + camera frustum, with camera-preset buttons; the camera starts framed on the boxes.
 
     Args:
@@ -218,22 +225,25 @@ def scene_figure(points: np.ndarray | None, layers: Sequence[BoxLayer], *, K: np
         frustum_depth: far-plane depth of the frustum (default: 10 % of the scene's depth extent, at least 1 m).
         camera: the preset shown first (one of ``CAMERA_PRESETS``; the others are a button away).
         viewport_aspect: narrowest width / height of the plot area the framing must fit.
+        show_labels, label_text: box labels at the box tops, as hover text (default) or written in the scene.
     """
     fig = go.Figure()
     pts = cols = None
     if points is not None and len(points):
         pts, cols = downsample_points(np.asarray(points), budget, colors)
         pts = pts.astype(np.float32)
+        # square markers: plotly tessellates a circle marker into many more triangles (2-3x slower to draw)
         if cols is not None:
             idx, scale = palette_colors(cols)
-            marker = dict(size=point_size, color=idx, colorscale=scale, cmin=0, cmax=len(scale) - 1,
-                          showscale=False)
+            marker = dict(size=point_size, symbol="square", color=idx, colorscale=scale, cmin=0,
+                          cmax=len(scale) - 1, showscale=False, line=dict(width=0))
         else:
-            marker = dict(size=point_size, color=pts[:, 2], colorscale="Viridis", showscale=False)
+            marker = dict(size=point_size, symbol="square", color=pts[:, 2], colorscale="Viridis", showscale=False,
+                          line=dict(width=0))
         fig.add_trace(go.Scatter3d(x=pts[:, 0], y=pts[:, 1], z=pts[:, 2], mode="markers", marker=marker,
                                    name=f"points ({len(pts):,})", hoverinfo="skip"))
     for layer in layers:
-        for tr in box_traces_3d(layer, show_labels=show_labels):
+        for tr in box_traces_3d(layer, show_labels=show_labels, label_text=label_text):
             fig.add_trace(tr)
     corners = [layer.corners.reshape(-1, 3) for layer in layers if len(layer)]
     frustum = None
