@@ -11,6 +11,7 @@ from ov3d_app import cache, selection, ui
 from ov3d_app import state as S
 from ov3d_core.taxonomy import super_category
 from ov3d_core.viz.heatmap import confusion_heatmap, confusion_scatter
+from ov3d_app.drawing import MISSING
 
 ui.page_header("Confusion", "Rows: ground-truth class; columns: the label of the prediction it was matched to "
                "(one-to-one Hungarian assignment at 3D IoU ≥ 0.5; unmatched boxes are left out). Fractions are "
@@ -96,7 +97,7 @@ with ui.guard("The confusion matrix"):
     extra = {} if level == "fine" else {"cross_super_share_of_confusions": res.cross_super_share_of_confusions,
                                         "mean_off_diagonal": res.mean_off_diagonal}
     matched_gt = cm.match_gt
-    cm = cm.compact() if level == "fine" else cm
+    cm = cm.compact()  # classes (or super-categories) with no GT, match or miss in this dataset are left out
     names = list(cm.class_names)
     ui.ensure_subset("conf_classes", names)
     st.multiselect("Classes shown", names, placeholder="all classes with a match or a miss",
@@ -131,7 +132,7 @@ with ui.guard("The confusion matrix"):
         top = cm.top_confusions(15)
         st.markdown("**Largest confusions** (select a row)")
         st.dataframe(top, hide_index=True, on_select=lambda: _on_top(top), selection_mode="single-row",
-                     key="cm_top", column_config=ui.fmt_table(top, fraction=("fraction",)))
+                     key="cm_top", column_config=ui.fmt_table(top, fraction=("fraction",)), placeholder=MISSING)
         table = cm.to_frame(normalize=norm).reset_index()
         ui.export_table(table, f"confusion_{run}_{level}", "cm_table")
     with right:
@@ -160,6 +161,6 @@ with ui.guard("The confusion matrix"):
         st.caption("OV3D-Bench treats all confusions alike; weighting by semantic distance separates adjacent "
                    "errors (sofa → chair) from distant ones (toilet → chair). Cost: the super-category tree.")
         table = sem.per_class[sem.per_class["n_matched"] > 0].reset_index(drop=True)
-        st.dataframe(table, hide_index=True, column_config=ui.fmt_table(
+        st.dataframe(table, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
             table, fraction=("off_diagonal_share", "weighted_error", "cost_per_match", "top_confusion_cost")))
         ui.export_table(table, f"semantic_confusion_{run}", "cm_sem")

@@ -14,6 +14,7 @@ from ov3d_app import cache, selection, ui
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import AP_KEYS, SUMMARY_KEYS
 from ov3d_core.viz import bars
+from ov3d_app.drawing import MISSING
 
 ui.page_header("Overview", "mAP3D (Omni3D protocol: mean AP over 3D IoU 0.05:0.05:0.50) per dataset and run, with "
                "AP at 3D IoU 0.15/0.25/0.50, near/medium/far and 3D class-agnostic recall at IoU 0.15. AP in percent.")
@@ -83,7 +84,8 @@ with ui.guard("The leaderboard"):
     if not shown["n_out_of_vocabulary"].any():
         shown = shown.drop(columns=["n_out_of_vocabulary"])
     slot.dataframe(shown, hide_index=True, on_select=lambda: _on_row(board), selection_mode="single-row",
-                   key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
+                   key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)),
+                   placeholder=MISSING)
     ui.export_table(shown, f"leaderboard_{ctx.protocol}", "lb", caption=f"mAP3D ({ctx.protocol} protocol)")
     about = cache.catalog(ctx.cfg_key)["descriptions"]
     notes = [(r, about.get(f"{r}@{ctx.dataset}", "")) for r in ctx.all_runs]
@@ -116,7 +118,8 @@ with ui.guard("Per-category AP"):
                 _open_scene(cat, run, ["FN"])
                 st.switch_page("app_pages/scene.py")
         with st.expander("Per-category table"):
-            st.dataframe(pc, hide_index=True, column_config=ui.fmt_table(pc, percent=AP_COLS + ("AR",)))
+            st.dataframe(pc, hide_index=True, column_config=ui.fmt_table(pc, percent=AP_COLS + ("AR",)),
+                         placeholder=MISSING)
             ui.export_table(pc, f"per_category_{ctx.dataset}", "pc")
 
 with ui.guard("The three-axis breakdown"):
@@ -139,7 +142,7 @@ with ui.guard("The three-axis breakdown"):
         axes["prompt_robustness"] = "Prompts: 1 − CV"
     fig = bars.three_axis_chart(tr["three_axis"], axes)
     ui.plot(fig, "three_axis", export_name="three_axis")
-    st.dataframe(tr["three_axis"], hide_index=True,
+    st.dataframe(tr["three_axis"], hide_index=True, placeholder=MISSING,
                  column_config=ui.fmt_table(tr["three_axis"], percent=("semantic", "semantic_in_domain",
                                                                  "semantic_out_of_domain"),
                                             fraction=("geometric", "prompt_robustness", "cross_domain_ratio",

@@ -1,7 +1,9 @@
 """Scene inspector: one image with GT and predicted 3D boxes projected through K, coloured by TP / FP / FN /
-mislabelled-but-localised under the active protocol; runs side by side; a 3D view of the point cloud with the same
-boxes and the camera frustum; filters by class, run, error type and score; previous / next through the filtered
-image list."""
+mislabelled-but-localised under the active protocol. One or two runs large (the others a click away), panels of one
+size with one shared legend and labels placed to avoid each other; tags and notes on the image and the selected box;
+sortable per-box tables (pose errors against the reference GT, ranks, ignore reasons); a 3D view of the point cloud
+with the same boxes and the camera frustum; filters by class, status, score and tag; previous / next through the
+filtered image list."""
 
 from __future__ import annotations
 
@@ -9,14 +11,24 @@ import numpy as np
 import streamlit as st
 
 from ov3d_app import cache, drawing, selection, ui
+from ov3d_app.drawing import MISSING
 from ov3d_app import state as S
-from ov3d_core.viz.image_overlay import image_overlay
-from ov3d_core.viz.scene3d import CAMERA_PRESETS, scene_figure
+from ov3d_app import tags as T
+from ov3d_core.viz.image_overlay import image_overlay, legend_html, legend_items
+from ov3d_core.viz.scene3d import scene_figure
 
 ui.page_header("Scene inspector", "GT boxes dotted (missed GT solid orange), predictions solid: green TP, red FP, "
                "purple = well localised but mislabelled (its label reads 'pred ≠ GT'). The cross marks each box's "
-               "front face (heading). Click a box label to select it.")
+               "front face (heading). Click a box label (or a table row) to select the box.")
 ctx = ui.need_context()
+#: Width in px of one panel for 1, 2 and 3 panels per row in the wide layout (the image is scaled to it).
+PANEL_PX = {1: 1150, 2: 570, 3: 375}
+#: Float columns of the per-box tables shown with three decimals.
+PRED_FRACTIONS = ("score", "depth", "volume", "iou3d", "iou2d", "center_dist", "depth_err", "size_err")
+GT_FRACTIONS = ("truncation", "visibility", "depth", "volume", "height2d", "matched_score", "iou3d")
+#: Point budgets of the 3D view (the last: every depth pixel of the demo's 640 x 480 maps); the first is the default,
+#: which a browser without a GPU (software WebGL) still redraws in about a second.
+BUDGETS = (20_000, 60_000, 150_000, 310_000)
 
 
 def _step(images: list[int], step: int):
@@ -30,31 +42,49 @@ def _on_box(key: str):
         ui.set_state(highlight=hl)
 
 
+def _on_row(key: str, table, kind: str):
+    rows = selection.dataframe_rows(st.session_state.get(key))
+    if rows:
+        rec = table.iloc[rows[0]]
+        ui.set_state(highlight=f"{kind}|{rec['run'] if kind == 'pred' else ''}|{int(rec['row'])}")
+
+
 @st.fragment
-def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary):
+def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
     st.toggle("3D view (point cloud, boxes, camera frustum)", **ui.bind("show_3d"))
+    drawn = st.session_state.get("_scene3d_drawn")  # (dataset, image) whose 3D view the browser holds
     if not ui.get("show_3d"):
-        return
-    c1, c2, c3 = st.columns([2, 2, 1])
-    run_opts = list(ctx.runs) or [""]
+        if drawn != (ctx.dataset, image_id):
+            return
+        # toggled off on the same image: keep the WebGL scene in the page, hidden, so that toggling it back on is
+        # instant (a browser without a GPU takes seconds to build a new WebGL scene)
+        st.markdown("<style>.st-key-scene3d_box {display: none}</style>", unsafe_allow_html=True)
+    st.session_state["_scene3d_drawn"] = (ctx.dataset, image_id)
+    with st.container(key="scene3d_box"):
+        _scene_3d(ctx, image_id, meta, rows, vocabulary, shown)
+
+
+def _scene_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
+    c1, c2 = st.columns([2, 2])
+    run_opts = shown or [""]
     run3d = c1.selectbox("Run shown in 3D", run_opts, key="run3d", format_func=lambda r: r or "GT only")
-    camera = c2.radio("Camera", list(CAMERA_PRESETS), horizontal=True, key="cam3d")
-    budget = c3.select_slider("Points", [20_000, 60_000, 150_000], value=60_000, key="pts3d")
+    budget = c2.select_slider("Points", BUDGETS, value=BUDGETS[0], key="pts3d",
+                              format_func=lambda n: f"{n // 1000}k",
+                              help="Most points drawn: the voxel size of the downsampling follows from it.")
     sub = rows[rows["run"] == run3d] if run3d else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
-    layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, sub, color_by=ui.get("color_by"), vocabulary=vocabulary,
-                                  highlight=ui.get("highlight"))
     with ui.guard("The 3D view"):
         pc = cache.point_cloud(ctx.cfg_key, ctx.dataset, image_id, budget)
         if pc is None:
             st.caption("No point cloud or depth map for this image (benchmark config `points:` / `depth:`); "
                        "showing boxes and the camera frustum only.")
-            pts, cols = None, None
         else:
-            pts, cols, src = pc
-            st.caption(f"{len(pts):,} points from the {src}, voxel-downsampled to the budget.")
-        fig = scene_figure(pts, layers, K=meta["K"], width=meta["width"], height=meta["height"], colors=cols,
-                           budget=budget, camera=camera, fig_height=600)
-        ui.plot(fig, "scene3d_fig", export_name=f"scene3d_{ctx.dataset}_{image_id}")
+            vox = f"voxel {pc.voxel * 100:.1f} cm" if pc.voxel > 0 else "not downsampled"
+            st.caption(f"{len(pc.points):,} of {pc.n_full:,} points from the {pc.source} ({vox}). Camera presets: "
+                       "the buttons in the figure; drag to orbit.")
+        fig = drawing.scene3d_figure(ctx.cfg_key, ctx.dataset, image_id, sub, pc, meta, color_by=ui.get("color_by"),
+                                     vocabulary=vocabulary, highlight=ui.get("highlight"), budget=budget)
+        # one WebGL pixel per CSS pixel: a software-rendered browser (no GPU) draws the scene several times faster
+        ui.plot(fig, "scene3d_fig", export_name=f"scene3d_{ctx.dataset}_{image_id}", config={"plotGlPixelRatio": 1})
 
 
 with ui.guard("The scene inspector"):
@@ -63,7 +93,7 @@ with ui.guard("The scene inspector"):
     all_images = info["images"]["image_id"].astype(int).tolist()
     runs = list(ctx.runs)
 
-    f1, f2, f3, f4, f5 = st.columns([2.2, 2, 1.6, 1.6, 1.2])
+    f1, f2, f3, f4, f5, f6 = st.columns([2.2, 2, 1.6, 1.6, 1.6, 1.1])
     ui.ensure_subset("f_classes", vocab)
     f1.multiselect("Classes", vocab, placeholder="all classes", **ui.bind("f_classes"))
     f2.multiselect("Images with", list(S.ERROR_FILTERS), placeholder="any status",
@@ -72,14 +102,18 @@ with ui.guard("The scene inspector"):
     ui.ensure_valid("f_run", [""] + runs)
     f3.selectbox("Error filter on", [""] + runs, format_func=lambda r: r or "any shown run", **ui.bind("f_run"))
     f4.slider("Hide predictions below", 0.0, 1.0, step=0.05, **ui.bind("f_min_score"))
-    f5.radio("Colour", list(S.COLOR_BY), **ui.bind("color_by"))
+    tag_filter = T.filter_widget(ctx.cfg_key, ctx.dataset, "scene_tags", f5)
+    f6.radio("Colour", list(S.COLOR_BY), **ui.bind("color_by"))
 
     boxes = cache.boxes(ctx.cfg_key, ctx.view(), tuple(runs))
     filt_runs = [ui.get("f_run")] if ui.get("f_run") in runs else runs
     images = selection.filtered_images(boxes, all_images, classes=ui.get("f_classes"), errors=ui.get("f_errors"),
                                        runs=filt_runs, min_score=ui.get("f_min_score"))
+    tagged = T.tagged_images(ctx.cfg_key, ctx.dataset, tag_filter)
+    if tagged is not None:
+        images = [i for i in images if i in tagged]
     if not images:
-        st.info("No image matches these filters. Clear the class or error filter, or lower the score threshold.")
+        st.info("No image matches these filters. Clear the class, error or tag filter, or lower the score threshold.")
         st.stop()
     if ui.get("image_id") not in images:
         st.session_state["image_id"] = images[0]
@@ -96,35 +130,79 @@ with ui.guard("The scene inspector"):
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
     rows = boxes[boxes["image_id"] == image_id]
     rows = selection.filter_boxes(rows, classes=ui.get("f_classes"), runs=runs, min_score=ui.get("f_min_score"))
-    shown = runs or [""]
-    per_row = 1 if len(shown) == 1 else 2 if len(shown) in (2, 4) else 3
-    col_px = {1: 1150, 2: 560, 3: 370}[per_row]  # about the width of one column in the wide layout
-    fig_h = int(np.clip(col_px * meta["height"] / max(meta["width"], 1) + 70, 260, 720))
+    counts = selection.run_counts(rows, runs)
+
+    # one or two runs large, the others a click away
+    focus = ui.get("focus_run") if ui.get("focus_run") in runs else None
+    default = selection.default_panels(runs, focus)
+    chosen = st.pills("Runs shown", runs, selection_mode="multi", default=default, key=f"scene_big:{ctx.dataset}",
+                      format_func=lambda r: f"{r} · {counts.get(r, '')}",
+                      help="Pick the runs drawn side by side (one or two show large); the counts are on this image.")
+    shown = [r for r in runs if r in (chosen or [])] or ([] if runs else [""])
+    per_row = selection.panels_per_row(len(shown) or 1, meta["width"] / max(meta["height"], 1))
+    col_px = PANEL_PX[per_row]
+    fig_h = int(np.clip(col_px * meta["height"] / max(meta["width"], 1), 200, 720))
     uri, scale = None, 1.0
     if meta["path"] is None:
         st.warning(f"Image file of image {image_id} not found; drawing on a blank canvas.")
     else:
         uri, _, _, scale = cache.image_uri(meta["path"], {1: 1600, 2: 1100, 3: 800}[per_row])
+    if not shown:
+        st.caption("No run selected: the ground truth alone.")
+        shown = [""]
 
-    for start in range(0, len(shown), per_row):
+    panels = []
+    for run in shown:
+        sub = rows[rows["run"] == run] if run else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
+        layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, sub, color_by=ui.get("color_by"),
+                                      vocabulary=vocab, highlight=ui.get("highlight"))
+        panels.append((run, layers))
+    st.markdown(legend_html(legend_items([lay for _, ls in panels for lay in ls])), unsafe_allow_html=True)
+    for start in range(0, len(panels), per_row):
         cols = st.columns(per_row)
-        for col, run in zip(cols, shown[start:start + per_row]):
-            sub = rows[rows["run"] == run] if run else rows
-            layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, sub, color_by=ui.get("color_by"),
-                                          vocabulary=vocab, highlight=ui.get("highlight"))
-            counts = sub[sub["kind"] == "pred"]["status"].value_counts()
-            n_fn = int((sub[sub["kind"] == "gt"]["status"] == "FN").sum())
+        for col, (run, layers) in zip(cols, panels[start:start + per_row]):
             fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"],
-                                image_scale=scale, fig_height=fig_h)
+                                image_scale=scale, fig_height=fig_h, display_width=col_px, show_legend=False)
             with col:
-                st.markdown(f"**{run or 'ground truth'}** · TP {counts.get('TP', 0)} · FP {counts.get('FP', 0)} · "
-                            f"mislabelled {counts.get('mislabelled', 0)} · missed GT {n_fn}")
-                key = f"img_{start}_{run}"
+                st.markdown(f"**{run or 'ground truth'}** · {counts.get(run, '')}")
+                key = f"img_{run}"
                 ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")
 
-    with st.expander(f"Boxes on image {image_id} ({len(rows)})", expanded=False):
-        table = rows.drop(columns=["image_id"]).rename(columns={"matched": "matched GT row"})
-        st.dataframe(table, hide_index=True, column_config=ui.fmt_table(table, fraction=("score", "iou")))
-        ui.export_table(table, f"boxes_{ctx.dataset}_{image_id}", "boxes")
+    with st.container(border=True):
+        t1, t2 = st.columns([5, 1])
+        t1.markdown(f"**Tags and notes** · image {image_id} · saved in `{T.store(ctx.cfg_key).path.name}` beside the "
+                    "benchmark config")
+        t2.download_button("Tags (JSON)", data=lambda: T.store(ctx.cfg_key).to_json(ctx.dataset).encode("utf-8"),
+                           file_name=f"tags_{ctx.dataset}.json", mime="application/json", on_click="ignore",
+                           icon=":material/sell:", key="tags_dl", width="stretch")
+        T.editor(ctx.cfg_key, ctx.dataset, image_id, label="image")
+        hl = selection.parse_highlight(ui.get("highlight"))
+        if hl is not None:
+            kind, run, row = hl
+            what = f"GT box {row}" if kind == "gt" else f"{run} prediction {row}"
+            st.caption(f"Selected: {what}")
+            T.editor(ctx.cfg_key, ctx.dataset, image_id, box=(kind, run if kind == "pred" else "", row), label="box")
 
-    view_3d(ctx, image_id, meta, rows, vocab)
+    detail_runs = [r for r in shown if r]
+    if detail_runs:
+        A = cache.analysis(ctx.cfg_key)
+        tag_table = T.store(ctx.cfg_key).table(ctx.dataset)
+        preds = selection.image_details({r: A.pred_details(ctx.view(r)) for r in detail_runs}, image_id, "pred",
+                                        tag_table)
+        gts = selection.image_details({r: A.gt_details(ctx.view(r)) for r in detail_runs}, image_id, "gt", tag_table)
+        st.markdown(f"**Boxes on image {image_id}** (at 3D IoU {ctx.iou:g}; click a header to sort, a row to select "
+                    "the box)")
+        tp, tg = st.tabs([f"Predictions ({len(preds)})", f"Ground truth ({len(gts)})"])
+        with tp:
+            st.dataframe(preds, hide_index=True, key="box_preds", placeholder=MISSING,
+                         on_select=lambda: _on_row("box_preds", preds, "pred"), selection_mode="single-row",
+                         column_config=ui.fmt_table(preds, fraction=PRED_FRACTIONS) | {
+                             "yaw_err": st.column_config.NumberColumn("yaw_err (°)", format="%.1f")})
+            ui.export_table(preds, f"pred_boxes_{ctx.dataset}_{image_id}", "box_preds_x")
+        with tg:
+            st.dataframe(gts, hide_index=True, key="box_gts", placeholder=MISSING,
+                         on_select=lambda: _on_row("box_gts", gts, "gt"), selection_mode="single-row",
+                         column_config=ui.fmt_table(gts, fraction=GT_FRACTIONS))
+            ui.export_table(gts, f"gt_boxes_{ctx.dataset}_{image_id}", "box_gts_x")
+
+    view_3d(ctx, image_id, meta, rows, vocab, [r for r in shown if r])

@@ -205,35 +205,16 @@ def image_meta(cfg_key: str, dataset: str, image_id: int) -> dict:
 
 # ================================================================================================ 3D
 @st.cache_data(show_spinner=False, max_entries=32)
-def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
-                ) -> tuple[np.ndarray, np.ndarray | None, str] | None:
-    """Camera-frame points (float32) and colours of an image from its point-cloud file, else from its depth map
-    back-projected through K (coloured by the image); voxel-downsampled to ``budget``. None when neither exists."""
-    from ov3d_core.io.pointcloud import depth_to_points, load_depth, load_point_cloud, voxel_downsample
+def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000):
+    """The 3D view's points of an image (``ov3d_core.io.pointcloud.scene_points``: the depth map back-projected at full
+    resolution, else the point-cloud file; coloured; voxel-downsampled to ``budget``), or None when neither exists."""
+    from ov3d_core.io.pointcloud import scene_points
 
     b = benchmark(cfg_key)
-    p = b.asset_path(dataset, "points", image_id)
-    if p is not None:
-        pts, cols = load_point_cloud(p)
-        src = f"point cloud {Path(p).name}"
-    else:
-        d = b.asset_path(dataset, "depth", image_id)
-        if d is None:
-            return None
-        depth = load_depth(d)
-        meta = image_meta(cfg_key, dataset, image_id)
-        img = None
-        if meta["path"]:
-            from PIL import Image
-
-            im = Image.open(meta["path"]).convert("RGB")
-            if im.size == (depth.shape[1], depth.shape[0]):
-                img = np.asarray(im)
-        out = depth_to_points(depth, meta["K"], colors=img)
-        pts, cols = out if isinstance(out, tuple) else (out, None)
-        src = f"depth map {Path(d).name}"
-    pts, cols = voxel_downsample(pts, cols, budget=budget)
-    return pts.astype(np.float32), (None if cols is None else cols.astype(np.float32)), src
+    meta = image_meta(cfg_key, dataset, image_id)
+    return scene_points(meta["K"], depth=b.asset_path(dataset, "depth", image_id),
+                        points=b.asset_path(dataset, "points", image_id), image=meta["path"],
+                        image_size=(meta["width"], meta["height"]), budget=int(budget))
 
 
 # ================================================================================================ images

@@ -1,15 +1,19 @@
-"""Box layers of one image for the scene inspector, the oracle and the confusion gallery: box-table rows ->
-``viz`` ``BoxLayer`` groups (by status or by class), with the box corners fetched from the cached benchmark."""
+"""Box layers of one image for the scene inspector, the oracle, the confusion gallery and the sample grid: box-table
+rows -> ``viz`` ``BoxLayer`` groups (by status or by class), with the box corners fetched from the cached benchmark;
+and the memoised figures built from them (the 3D view, grid thumbnails)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import streamlit as st
 
 from ov3d_app import cache, selection
 from ov3d_core.viz.image_overlay import BoxLayer, class_colors, class_layers, status_layers
 
 HIGHLIGHT_COLOR = "#ffd400"
+#: How the app's tables show a missing value (``st.dataframe(placeholder=...)``) instead of "None".
+MISSING = "—"
 
 
 def _corners(cfg_key: str, dataset: str, rows: pd.DataFrame) -> np.ndarray:
@@ -69,3 +73,46 @@ def image_layers(cfg_key: str, dataset: str, rows: pd.DataFrame, *, color_by: st
                                    labels=[labels[i] for i in np.flatnonzero(m)], customdata=custom[m], width=4.0,
                                    group="selected"))
     return layers
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _scene3d_spec(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, _points, meta: dict, *,
+                  color_by: str, vocabulary: list[str], highlight: str | None, budget: int) -> dict:
+    from ov3d_core.viz.scene3d import scene_figure
+
+    layers = image_layers(cfg_key, dataset, rows, color_by=color_by, vocabulary=vocabulary, highlight=highlight)
+    pts = None if _points is None else _points.points
+    cols = None if _points is None else _points.colors
+    return scene_figure(pts, layers, K=meta["K"], width=meta["width"], height=meta["height"], colors=cols,
+                        budget=budget, fig_height=600).to_dict()
+
+
+def scene3d_figure(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, points, meta: dict, *,
+                   color_by: str, vocabulary: list[str], highlight: str | None, budget: int):
+    """The 3D view's figure (``viz.scene3d.scene_figure``), memoised per image, boxes, colouring, highlight and point
+    budget as its validated dict: toggling the view back on or re-running the page rebuilds it without plotly's
+    validation (``viz.style.from_dict``). ``points`` (the image's ``ScenePoints``) is keyed by ``image_id`` and
+    ``budget``."""
+    from ov3d_core.viz.style import from_dict
+
+    return from_dict(_scene3d_spec(cfg_key, dataset, image_id, rows, points, meta, color_by=color_by,
+                                   vocabulary=vocabulary, highlight=highlight, budget=budget))
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def grid_thumbnail(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, matching: tuple[str, ...], *,
+                   color_by: str, vocabulary: list[str], size: int = 360) -> bytes:
+    """A JPEG thumbnail of one image with the box-table ``rows`` drawn (``viz.thumbnails``): the boxes whose
+    ``"kind|run|row"`` key is in ``matching`` (the grid filter's) drawn last and thicker, the others thin."""
+    from ov3d_core.viz.image_overlay import BoxLayer
+    from ov3d_core.viz.thumbnails import thumbnail_with_boxes
+
+    meta = cache.image_meta(cfg_key, dataset, image_id)
+    keys = (rows["kind"].astype(str) + "|" + rows["run"].astype(str) + "|" + rows["row"].astype(str)).to_numpy()
+    hit = np.isin(keys, np.asarray(matching, dtype=object))
+    layers = image_layers(cfg_key, dataset, rows[~hit], color_by=color_by, vocabulary=vocabulary)
+    thin = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=1.0) for l in layers]
+    strong = image_layers(cfg_key, dataset, rows[hit], color_by=color_by, vocabulary=vocabulary)
+    thick = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=3.0) for l in strong]
+    return thumbnail_with_boxes(meta["path"], meta["K"], thin + thick, width=meta["width"], height=meta["height"],
+                                size=size)

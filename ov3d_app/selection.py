@@ -300,3 +300,190 @@ def removed_status(status: Sequence[str], removed_rows: Iterable[int]) -> np.nda
     rows = rows[(rows >= 0) & (rows < len(out))]
     out[rows] = "removed"
     return out
+
+
+# ------------------------------------------------------------------------------------------------ inspector layout
+def panels_per_row(n: int, aspect: float = 4 / 3) -> int:
+    """Panels per row of the scene inspector: one or two runs side by side, three per row beyond; wide images
+    (``aspect`` = width / height >= 2, e.g. KITTI) one above the other up to two runs, two per row beyond."""
+    if aspect >= 2.0:
+        return 1 if n <= 2 else 2
+    return 1 if n <= 1 else 2 if n == 2 else 3
+
+
+def default_panels(runs: Sequence[str], focus: str | None = None, n: int = 2) -> list[str]:
+    """The runs the inspector opens on: the focus run first (when it is one of ``runs``), then the next runs in
+    order, at most ``n``."""
+    runs = list(runs)
+    first = [focus] if focus in runs else []
+    return (first + [r for r in runs if r not in first])[:n]
+
+
+def run_counts(boxes: pd.DataFrame, runs: Sequence[str]) -> dict[str, str]:
+    """Per run (and "" for the ground truth): "TP 3 · FP 2 · mislabelled 1 · missed 1" over the box-table rows of
+    one image (what the run panels and the run picker show)."""
+    out = {}
+    for run in runs:
+        sub = boxes[boxes["run"] == run]
+        st = sub[sub["kind"] == "pred"]["status"].value_counts()
+        n_fn = int((sub[sub["kind"] == "gt"]["status"] == "FN").sum())
+        out[run] = (f"TP {int(st.get('TP', 0))} · FP {int(st.get('FP', 0))} · mislabelled "
+                    f"{int(st.get('mislabelled', 0))} · missed {n_fn}")
+    gt = boxes[boxes["kind"] == "gt"].drop_duplicates(["row"])
+    out[""] = f"{len(gt)} GT boxes"
+    return out
+
+
+def _box_tags(tags: pd.DataFrame | None, kind: str) -> dict[tuple, str]:
+    if tags is None or not len(tags):
+        return {}
+    t = tags[tags["kind"] == kind]
+    return {(str(r.run or ""), int(r.row), int(r.image_id)): str(r.tags) for r in t.itertuples() if r.tags}
+
+
+def image_details(details: Mapping[str, pd.DataFrame], image_id: int, kind: str,
+                  tags: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The rows of one image from per-run detail tables (``Analysis.pred_details`` for ``kind="pred"``,
+    ``Analysis.gt_details`` for ``kind="gt"``): ``run`` first, the row index as ``row``, the image id dropped, and
+    the tags of each box (``ov3d_core.tags.TagStore.table``) as a ``tags`` column."""
+    col = "pred" if kind == "pred" else "gt"
+    by_box = _box_tags(tags, kind)
+    parts = []
+    for run, df in details.items():
+        sub = df[df["image_id"].to_numpy(np.int64) == int(image_id)].rename(columns={col: "row"})
+        sub = sub.drop(columns=["image_id"])
+        sub.insert(0, "run", run)
+        key_run = run if kind == "pred" else ""
+        sub["tags"] = [by_box.get((key_run, int(r), int(image_id))) for r in sub["row"]]
+        parts.append(sub)
+    if not parts:
+        return pd.DataFrame(columns=["run", "row", "tags"])
+    return pd.concat(parts, ignore_index=True)
+
+
+# ------------------------------------------------------------------------------------------------ sample grid
+#: Box attributes the grid filters and sorts by: column -> (label, kind of box it is defined for).
+SAMPLE_ATTRIBUTES = {
+    "score": ("score", "pred"),
+    "depth": ("depth (m)", "any"),
+    "truncation": ("truncation", "gt"),
+    "visibility": ("visibility", "gt"),
+    "volume": ("box size (m³)", "any"),
+    "center_dist": ("centre distance to GT (m)", "pred"),
+    "abs_depth_err": ("|depth error| (m)", "pred"),
+    "size_err": ("size error (1 − aligned IoU)", "pred"),
+    "yaw_err": ("yaw error (°)", "pred"),
+}
+SAMPLE_COLUMNS = ["image_id", "kind", "row", "category", "status", *SAMPLE_ATTRIBUTES]
+
+
+def sample_boxes(gt: pd.DataFrame, pred: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per box of a (dataset, run) with the attributes of :data:`SAMPLE_ATTRIBUTES` (NaN where a box kind
+    has none): GT rows from ``Analysis.gt_details``, prediction rows from ``Analysis.pred_details``."""
+    g = pd.DataFrame({"image_id": gt["image_id"].to_numpy(np.int64), "kind": "gt", "row": gt["gt"].to_numpy(np.int64),
+                      "category": gt["category"].astype(object).to_numpy(), "status": gt["status"].to_numpy(object),
+                      "score": np.nan, "depth": gt["depth"].to_numpy(np.float64),
+                      "truncation": gt["truncation"].to_numpy(np.float64),
+                      "visibility": gt["visibility"].to_numpy(np.float64),
+                      "volume": gt["volume"].to_numpy(np.float64), "center_dist": np.nan, "abs_depth_err": np.nan,
+                      "size_err": np.nan, "yaw_err": np.nan})
+    if pred is None or not len(pred):
+        return g[SAMPLE_COLUMNS]
+    p = pd.DataFrame({"image_id": pred["image_id"].to_numpy(np.int64), "kind": "pred",
+                      "row": pred["pred"].to_numpy(np.int64), "category": pred["category"].astype(object).to_numpy(),
+                      "status": pred["status"].to_numpy(object), "score": pred["score"].to_numpy(np.float64),
+                      "depth": pred["depth"].to_numpy(np.float64), "truncation": np.nan, "visibility": np.nan,
+                      "volume": pred["volume"].to_numpy(np.float64),
+                      "center_dist": pred["center_dist"].to_numpy(np.float64),
+                      "abs_depth_err": np.abs(pred["depth_err"].to_numpy(np.float64)),
+                      "size_err": pred["size_err"].to_numpy(np.float64),
+                      "yaw_err": pred["yaw_err"].to_numpy(np.float64)})
+    return pd.concat([g, p], ignore_index=True)[SAMPLE_COLUMNS]
+
+
+def filter_samples(samples: pd.DataFrame, *, classes: Iterable[str] = (), statuses: Iterable[str] = (),
+                   ranges: Mapping[str, tuple[float, float]] | None = None,
+                   images: Iterable[int] | None = None) -> pd.DataFrame:
+    """Boxes passing every filter: class, status (GT statuses TP / FN / ignored and prediction statuses TP / FP /
+    mislabelled / ...; "TP" keeps both kinds), ``ranges`` (column -> inclusive (lo, hi); a box with no value for a
+    filtered column fails it) and an image subset (e.g. the tagged images)."""
+    keep = np.ones(len(samples), bool)
+    classes, statuses = list(classes), list(statuses)
+    if classes:
+        keep &= samples["category"].isin(classes).to_numpy()
+    if statuses:
+        keep &= samples["status"].isin(statuses).to_numpy()
+    for col, (lo, hi) in (ranges or {}).items():
+        v = samples[col].to_numpy(np.float64)
+        with np.errstate(invalid="ignore"):
+            keep &= (v >= lo) & (v <= hi)
+    if images is not None:
+        keep &= samples["image_id"].isin(list(images)).to_numpy()
+    return samples[keep]
+
+
+#: Image orders of the grid: name -> (column aggregated over the image's matching boxes, aggregate, descending).
+SAMPLE_SORTS = {
+    "image id": (None, None, False),
+    "most matching boxes": ("row", "count", True),
+    "highest score": ("score", "max", True),
+    "lowest score": ("score", "min", False),
+    "largest error (centre distance)": ("center_dist", "max", True),
+    "largest |depth error|": ("abs_depth_err", "max", True),
+    "largest yaw error": ("yaw_err", "max", True),
+    "largest size error": ("size_err", "max", True),
+    "nearest box": ("depth", "min", False),
+    "farthest box": ("depth", "max", True),
+    "lowest visibility": ("visibility", "min", False),
+    "most truncated": ("truncation", "max", True),
+    "largest box": ("volume", "max", True),
+}
+
+
+def order_images(matching: pd.DataFrame, sort: str) -> pd.DataFrame:
+    """The images that have matching boxes, ordered by ``sort`` (:data:`SAMPLE_SORTS`): ``image_id``, ``n`` (matching
+    boxes) and ``value`` (the aggregate the order is by; NaN last, ties by image id)."""
+    if sort not in SAMPLE_SORTS:
+        raise ValueError(f"sort: expected one of {list(SAMPLE_SORTS)}, got {sort!r}")
+    col, agg, desc = SAMPLE_SORTS[sort]
+    g = matching.groupby("image_id", sort=True)
+    out = pd.DataFrame({"image_id": np.asarray(list(g.groups), np.int64)})
+    out["n"] = g.size().to_numpy(np.int64)
+    if col is None:
+        out["value"] = out["image_id"].astype(np.float64)
+    elif agg == "count":
+        out["value"] = out["n"].astype(np.float64)
+    else:
+        out["value"] = getattr(g[col], agg)().to_numpy(np.float64)
+    key = out["value"].to_numpy(np.float64)
+    missing = np.isnan(key)
+    key = np.where(missing, 0.0, -key if desc else key)
+    order = np.lexsort((out["image_id"].to_numpy(), key, missing))
+    return out.iloc[order].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------------ pinned views
+def pinned_title(params: Mapping[str, str], page_title: str) -> str:
+    """The plain title of a pinned view for the presentation bar: page, dataset, run, protocol and the page's level
+    (confusion: fine classes / super-categories), then what else makes the view (image, cell, class, score
+    threshold, IoU) when it differs from the defaults. ``params`` are the view's URL query parameters
+    (``ov3d_app.state.state_to_query``): "Confusion · demo_indoor · ovmono_like · target-aware · super-categories"."""
+    from ov3d_app import state as S
+
+    st = S.query_to_state(params)
+    runs = st.get("runs") or []
+    run = st.get("focus_run") or (", ".join(runs) if runs else "all runs")
+    bits = [page_title, st.get("dataset") or "first dataset", run, st.get("protocol")]
+    if page_title.lower().startswith("confusion"):
+        bits.append("super-categories" if st.get("conf_level") == "super" else "fine classes")
+    if st.get("image_id") is not None:
+        bits.append(f"image {st['image_id']}")
+    if st.get("conf_cell") is not None:
+        bits.append(f"{st['conf_cell'][0]} → {st['conf_cell'][1]}")
+    if st.get("category"):
+        bits.append(str(st["category"]))
+    if st.get("min_score"):
+        bits.append(f"score ≥ {st['min_score']:g}")
+    if st.get("iou") != S.BY_NAME["iou"].default:
+        bits.append(f"IoU {st['iou']:g}")
+    return " · ".join(str(b) for b in bits if b)

@@ -25,6 +25,8 @@ _SYNC = "s:"
 PAGES = (
     ("app_pages/overview.py", "Overview", ":material/leaderboard:", "overview"),
     ("app_pages/scene.py", "Scene inspector", ":material/view_in_ar:", "scene"),
+    ("app_pages/grid.py", "Sample grid", ":material/grid_view:", "grid"),
+    ("app_pages/curves.py", "PR curves", ":material/show_chart:", "curves"),
     ("app_pages/confusion.py", "Confusion", ":material/grid_on:", "confusion"),
     ("app_pages/prompt_lab.py", "Prompt lab", ":material/text_fields:", "prompts"),
     ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),
@@ -214,12 +216,15 @@ def _deferred(fn, *args, **kw):
 
 
 def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str | None = None, static_fig=None,
-         selection_mode=("points",), width: str = "stretch") -> None:
-    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover."""
+         selection_mode=("points",), width: str = "stretch", config: dict | None = None) -> None:
+    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover (``config``: extra
+    plotly.js config, e.g. ``plotGlPixelRatio`` for a WebGL scene)."""
     kw: dict = {"theme": None, "key": key, "width": width,
-                "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"]}}
+                "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"], **(config or {})}}
     if get("presentation"):
-        fig.update_layout(font=dict(size=15))
+        from ov3d_core.viz.style import presentation
+
+        presentation(fig)  # charts as well as text
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
     st.plotly_chart(fig, **kw)

@@ -789,6 +789,71 @@ class Analysis:
         return calibrated_acceptance_from_remap(ds.gt, r.pred, self.benchmark.pairs(view.run, view.dataset),
                                                 self.remap_result(view), ds.vocabulary, proximity=ds.proximity, **kw)
 
+    # ---- scene and curves (appviews)
+    def pred_details(self, view: View) -> pd.DataFrame:
+        """Per prediction: status at ``view.iou``, score ranks, the reference GT (matched, else best 3D overlap) and
+        the errors against it: 3D / 2D IoU, centre distance, depth error, aligned size error, yaw error
+        (``diagnostics.box_errors``)."""
+        from ov3d_core.diagnostics.box_errors import pred_details
+
+        def compute():
+            ds, r = self.benchmark.dataset(view.dataset), self.benchmark.run(view.run, view.dataset)
+            return pred_details(ds.gt, r.pred, self.benchmark.pairs(view.run, view.dataset), self.label_view(view),
+                                self.pred_status(view))
+
+        return self._memoised("pred_details", (_score_key(view), view.iou), compute)
+
+    def gt_details(self, view: View) -> pd.DataFrame:
+        """Per GT box: status at ``view.iou``, ignore reason, truncation, visibility, depth, volume, 2D height and
+        the matched prediction (``diagnostics.box_errors``)."""
+        from ov3d_core.diagnostics.box_errors import gt_details
+
+        def compute():
+            ds = self.benchmark.dataset(view.dataset)
+            return gt_details(ds.gt, self.gt_status(view), self.label_view(view).score,
+                              self.benchmark.pairs(self._need_run(view), view.dataset))
+
+        return self._memoised("gt_details", (_score_key(view), view.iou), compute)
+
+    def pr_curves(self, view: View, iou: float | None = None) -> pd.DataFrame:
+        """Interpolated precision-recall curves (101 recall points, Omni3D) per category with GT and their class
+        mean, at 3D IoU ``iou`` (default ``view.iou``), of the view *without* its score threshold: the threshold is
+        a point on these curves (:meth:`operating_points`)."""
+        from ov3d_core.eval.curves import interpolated_pr
+
+        sc = self.score(view.with_(min_score=0.0))
+        return interpolated_pr(sc.ap, view.iou if iou is None else iou, sc.view.vocabulary)
+
+    def pr_points(self, view: View, iou: float | None = None) -> pd.DataFrame:
+        """The raw precision-recall curve per category (one row per non-ignored evaluated detection in score order)
+        at ``iou`` (default ``view.iou``), of the view without its score threshold (``eval.curves.pr_points``)."""
+        from ov3d_core.eval.curves import pr_points
+
+        v0 = view.with_(min_score=0.0)
+        t = view.iou if iou is None else float(iou)
+
+        def compute():
+            sc = self.score(v0)
+            pred = self.benchmark.run(view.run, view.dataset).pred
+            a_all = sc.ap.range_index("all")
+            return pr_points(sc.ap.matches, sc.view.codes, sc.view.score, pred.image_id, sc.ap.n_gt[:, a_all], t,
+                             sc.view.vocabulary)
+
+        return self._memoised("pr_points", (_score_key(v0), t), compute)
+
+    def operating_points(self, view: View, iou: float | None = None) -> pd.DataFrame:
+        """Where ``view.min_score`` sits on each category's raw curve at ``iou`` (default ``view.iou``): detections
+        kept, TP, FP, recall and precision, then the class mean on the mean curve (``eval.curves.operating_points``)."""
+        from ov3d_core.eval.curves import operating_points
+
+        from ov3d_core.eval.curves import ALL_CLASSES
+
+        sc = self.score(view.with_(min_score=0.0))
+        a_all = sc.ap.range_index("all")
+        curves = self.pr_curves(view, iou)
+        return operating_points(self.pr_points(view, iou), view.min_score, sc.ap.n_gt[:, a_all], sc.view.vocabulary,
+                                mean_curve=curves[curves["category"] == ALL_CLASSES])
+
 
 #: Columns of :meth:`Analysis.leaderboard`.
 LEADERBOARD_COLUMNS = ["dataset", "run", "environment", "in_domain", "protocol", "n_images", "n_gt", "n_pred",

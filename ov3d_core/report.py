@@ -45,8 +45,8 @@ from ov3d_core.tables import to_latex, to_markdown
 
 __all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "BOX_TABLES", "report_views", "leaderboard_table", "pivot_table",
            "per_category_table", "protocol_tables", "confusion_tables", "class_split_table", "transfer_tables",
-           "tide_tables", "oracle_table", "distance_tables", "semantic_table", "prompt_tables",
-           "report_tables", "build_report", "write_report"]
+           "tide_tables", "oracle_table", "distance_tables", "semantic_table", "prompt_tables", "box_detail_tables",
+           "curve_tables", "report_tables", "build_report", "write_report"]
 
 ALL = "(all)"
 
@@ -148,6 +148,24 @@ TABLES: dict[str, TableSpec] = {
     "gt_status": TableSpec("Status of every GT box", "(the scene inspector)",
                            "Per (run, dataset, GT row): image, category, status (TP / FN / ignored / not evaluated) "
                            "and the matched prediction row. Written with --boxes.", markdown=False),
+    "pred_details": TableSpec("Per-prediction errors", "(the scene inspector)",
+                              "Per (run, dataset, prediction row): status, score ranks (within the class in AP order, "
+                              "on the image), depth and volume, the reference GT (matched, else the best 3D overlap) "
+                              "and the errors against it: 3D / 2D IoU, centre distance (m), depth error (m, signed), "
+                              "size error (1 - aligned IoU), yaw error (degrees). Written with --boxes.",
+                              markdown=False),
+    "gt_details": TableSpec("Per-GT details", "(the scene inspector, the sample grid)",
+                            "Per (run, dataset, GT row): status, ignore reason, truncation, visibility, depth, "
+                            "volume, 2D height and the matched prediction with its score and 3D IoU. Written with "
+                            "--boxes.", markdown=False),
+    "pr_curves": TableSpec("Precision-recall curves", "(the PR-curves page)",
+                           "Per (run, dataset, category): Omni3D's interpolated precision at the 101 recall points, "
+                           "at the status IoU, without the score threshold; '(all classes)' is the class mean.",
+                           markdown=False),
+    "operating_points": TableSpec("Operating points of the score threshold", "(the PR-curves page)",
+                                  "Per (run, dataset, category) at the status IoU: detections scoring at least the "
+                                  "threshold, TP, FP, recall and precision; '(all classes)': the mean recall and the "
+                                  "mean curve's precision there."),
     "out_of_vocabulary": TableSpec("Predictions outside the vocabulary", "(not in the paper)",
                                    "Per (run, dataset, category): predictions whose category is not in the "
                                    "evaluated vocabulary; not scored (as Omni3D), counted here."),
@@ -238,7 +256,7 @@ TABLES: dict[str, TableSpec] = {
 PROMPT_TABLES = ("prompt_templates", "prompt_sensitivity", "prompt_consistency", "label_ranks", "vocabulary_curve",
                  "calibration")
 #: Tables written only with ``ReportOptions.boxes``.
-BOX_TABLES = ("pred_status", "gt_status")
+BOX_TABLES = ("pred_status", "gt_status", "pred_details", "gt_details")
 
 
 # ==================================================================================================== tables
@@ -317,6 +335,19 @@ def status_tables(a: Analysis, views: Sequence[View]) -> dict[str, pd.DataFrame]
         preds.append(_keyed(ps, v))
         gts.append(_keyed(gs, v))
     return {"pred_status": _concat(preds), "gt_status": _concat(gts)}
+
+
+def box_detail_tables(a: Analysis, views: Sequence[View]) -> dict[str, pd.DataFrame]:
+    """Per-box errors and attributes of every view (:meth:`Analysis.pred_details` / :meth:`Analysis.gt_details`)."""
+    return {"pred_details": _concat([_keyed(a.pred_details(v), v) for v in views]),
+            "gt_details": _concat([_keyed(a.gt_details(v), v) for v in views])}
+
+
+def curve_tables(a: Analysis, views: Sequence[View]) -> dict[str, pd.DataFrame]:
+    """Interpolated PR curves (:meth:`Analysis.pr_curves`) and the threshold's operating points
+    (:meth:`Analysis.operating_points`) of every view at its status IoU."""
+    return {"pr_curves": _concat([_keyed(a.pr_curves(v), v) for v in views]),
+            "operating_points": _concat([_keyed(a.operating_points(v), v) for v in views])}
 
 
 def out_of_vocabulary_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
@@ -580,6 +611,8 @@ def report_tables(a: Analysis, options: ReportOptions | None = None, *, progress
               "out_of_vocabulary": out_of_vocabulary_table(a, views)}
     if options.boxes:
         tables.update(status_tables(a, views))
+        tables.update(box_detail_tables(a, views))
+    tables.update(curve_tables(a, views))
     tables.update(protocol_tables(a, views, options))
     tables.update(confusion_tables(a, views, options))
     tables["semantic_confusion"] = semantic_table(a, views, options)

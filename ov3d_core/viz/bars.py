@@ -17,10 +17,27 @@ from plotly.subplots import make_subplots
 from ov3d_core.viz.image_overlay import class_colors
 
 
+#: Smallest value-label size (px) drawn on a bar; plotly hides a label rather than shrink it below this.
+BAR_TEXT_PX = 11
+#: Width (px) of the plot area the bar labels are laid out for (the wide layout's main column).
+PLOT_PX = 1100
+
+
+def _bar_text(fig: go.Figure, n_slots: int) -> None:
+    """Readable value labels: 12 px, vertical when the bars are too narrow for them lying down, and hidden (hover
+    still shows the value) when even that does not fit: never shrunk to a few pixels."""
+    bar_px = PLOT_PX * 0.8 / max(n_slots, 1)
+    fig.update_traces(textfont=dict(size=12), textangle=-90 if bar_px < 40 else 0, constraintext="none",
+                      selector=dict(type="bar"))
+    fig.update_layout(uniformtext=dict(minsize=BAR_TEXT_PX, mode="hide"))
+
+
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_traces(cliponaxis=False, selector=dict(type="bar"))
+    fig.update_xaxes(automargin=True, title_standoff=10)
+    fig.update_yaxes(automargin=True, title_standoff=10)
+    # a click selects (Streamlit reads it) but must not leave the other bars faded once handled
+    fig.update_traces(cliponaxis=False, selected=dict(marker=dict(opacity=1.0)),
+                      unselected=dict(marker=dict(opacity=1.0)), selector=dict(type="bar"))
     fig.update_layout(title=dict(text=title, y=0.98, yanchor="top") if title else None, height=height,
                       margin=dict(l=60, r=20, t=70 if title else 30, b=40),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), clickmode="event+select",
@@ -65,6 +82,9 @@ def grouped_bars(df: pd.DataFrame, x: str, y: str, group: str | None = None, *, 
     # one bar per x (each x belongs to a single group, e.g. templates coloured by prompt type): no side-by-side gaps
     single = group is not None and bool((df.groupby(x)[group].nunique() <= 1).all())
     fig.update_layout(barmode="relative" if single else "group", showlegend=group is not None)
+    _bar_text(fig, len(xs) * (1 if single or horizontal else len(groups)))
+    if horizontal:
+        fig.update_traces(textangle=0, selector=dict(type="bar"))
     return _layout(fig, title, height)
 
 
@@ -110,6 +130,7 @@ def three_axis_chart(table: pd.DataFrame, axes: Mapping[str, str], *, run: str =
                              customdata=[[str(r), c] for r in runs], showlegend=False, name=axes[c],
                              text=["" if np.isnan(v) else f"{v:.2f}" for v in vals], textposition="outside",
                              hovertemplate="%{x}<br>" + axes[c] + ": %{y:.3f}<extra></extra>"), row=1, col=k)
+    _bar_text(fig, len(runs) * len(cols))
     return _layout(fig, title, height)
 
 
@@ -132,6 +153,7 @@ def delta_bars(table: pd.DataFrame, before: str, after: str, *, category: str = 
                        "<br>change: %{y:+.2f}<extra></extra>")))
     fig.update_xaxes(type="category", tickangle=-45 if len(df) > 8 else 0)
     fig.update_yaxes(title=f"{la} − {lb}", zeroline=True)
+    _bar_text(fig, len(df))
     return _layout(fig, title, height)
 
 

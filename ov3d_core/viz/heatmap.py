@@ -20,15 +20,23 @@ def _cell_px(n_rows: int, n_cols: int, target: int = 760, lo: int = 8, hi: int =
     return int(np.clip(target / max(n_rows, n_cols, 1), lo, hi))
 
 
+#: Gap (px) between tick labels and the axis title, set explicitly so that the title never sits on the labels.
+TITLE_STANDOFF = 12
+
+
 def _frame(fig: go.Figure, row_labels, col_labels, px: int, title: str | None) -> None:
-    """Fixed margins sized to the tick labels, so that each cell is ``px`` pixels square."""
-    char = 7.0
-    left = int(char * max((len(str(r)) for r in row_labels), default=4) + 50)
-    bottom = int(char * 0.75 * max((len(str(c)) for c in col_labels), default=4) + 60)
+    """Fixed margins sized to the tick labels and the axis titles (at :data:`TITLE_STANDOFF` from the labels), so
+    that each cell is ``px`` pixels square and no title overlaps a label."""
+    char = 7.0  # px per character at the 12 px tick font
+    title_px = 18
+    left = int(char * max((len(str(r)) for r in row_labels), default=4) + 14 + TITLE_STANDOFF + title_px)
+    # x labels at -45 degrees: their vertical extent is (length + height) / sqrt(2)
+    bottom = int((char * max((len(str(c)) for c in col_labels), default=4) + 12) * 0.72 + 10 + TITLE_STANDOFF
+                 + title_px)
     top = 40 if title else 12
     right = 90  # colour bar
-    fig.update_xaxes(automargin=False)
-    fig.update_yaxes(automargin=False)
+    fig.update_xaxes(automargin=False, title_standoff=TITLE_STANDOFF)
+    fig.update_yaxes(automargin=False, title_standoff=TITLE_STANDOFF)
     fig.update_layout(width=int(px * len(col_labels) + left + right), height=int(px * len(row_labels) + top + bottom),
                       margin=dict(l=left, r=right, t=top, b=bottom), title=title)
 
@@ -107,6 +115,7 @@ def confusion_scatter(matrix: np.ndarray, row_labels: Sequence[str], col_labels:
         text=[_fmt(v) for v in vals], textfont=dict(size=max(8, min(12, px // 3)), color=txt_color),
         hovertemplate=(f"{row_title}: %{{y}}<br>{col_title}: %{{x}}<br>value: %{{text}}"
                        "<br>count: %{customdata[2]}<extra></extra>"),
+        selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=1.0)),  # no sticky fade
         name="cells"))
     if selected is not None and 0 <= selected[0] < len(row_labels) and 0 <= selected[1] < len(col_labels):
         fig.add_trace(go.Scatter(x=[col_labels[selected[1]]], y=[row_labels[selected[0]]], mode="markers",

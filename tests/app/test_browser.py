@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-quic"]
 #: url path -> the page title (h1) that proves the page's main content rendered.
-PAGES = {"": "Overview", "scene": "Scene inspector", "confusion": "Confusion", "prompts": "Prompt lab",
+PAGES = {"": "Overview", "scene": "Scene inspector", "grid": "Sample grid", "curves": "PR curves",
+         "confusion": "Confusion", "prompts": "Prompt lab",
          "oracle": "Oracle", "errors": "Error breakdown", "splits": "Class splits"}
 
 
@@ -152,3 +153,82 @@ def test_figure_export_downloads_a_png(server, browser_page):
     path = info.value.path()
     assert info.value.suggested_filename.endswith(".png")
     assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------------------------ views (issue 13)
+def test_3d_view_camera_presets_relayout_in_the_browser(server, browser_page):
+    page, _ = browser_page
+    open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
+    plot = ".js-plotly-plot:has(canvas)"  # the WebGL scene (2D charts have no canvas)
+    page.wait_for_function("(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
+                           "g._fullLayout.scene && g.querySelector('canvas'); }", arg=plot, timeout=120_000)
+    camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"  # what WebGL draws with
+    assert page.evaluate(camera, plot)["up"]["y"] < -0.8  # ego: -y (up in the camera frame) is up on screen
+    page.locator(f"{plot} .updatemenu-button", has_text="top-down").first.click()
+    page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
+                           arg=plot, timeout=30_000)
+    state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
+    assert state == "notRunning"  # a layout change in the browser: no script run
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_scene_panels_have_one_size_in_the_browser(server, browser_page):
+    page, _ = browser_page
+    open_page(page, f"{server}/scene?ds=demo_indoor", "Scene inspector")
+    panels = page.locator(".js-plotly-plot:has(.imagelayer image)")
+    panels.first.wait_for(timeout=60_000)
+    boxes = [panels.nth(i).bounding_box() for i in range(panels.count())]
+    assert len(boxes) == 2
+    assert max(b["width"] for b in boxes) - min(b["width"] for b in boxes) <= 1
+    assert max(b["height"] for b in boxes) - min(b["height"] for b in boxes) <= 1
+    assert page.locator(".ov3d-legend").count() == 1
+
+
+_READABLE_JS = """() => {
+  const out = {small: [], overlaps: []};
+  const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  for (const g of document.querySelectorAll('.js-plotly-plot')) {
+    for (const t of g.querySelectorAll('text.bartext')) {
+      const r = t.getBoundingClientRect();
+      if (r.width > 0 && parseFloat(getComputedStyle(t).fontSize) < 10.5) out.small.push(t.textContent);
+    }
+    for (const ax of ['x', 'y']) {
+      for (const title of g.querySelectorAll('.g-' + ax + 'title text, text.' + ax + 'title')) {
+        const tr = title.getBoundingClientRect();
+        if (!tr.width) continue;
+        for (const tick of g.querySelectorAll('.' + ax + 'tick text')) {
+          const kr = tick.getBoundingClientRect();
+          if (kr.width && hit(tr, kr)) out.overlaps.push(title.textContent + ' / ' + tick.textContent);
+        }
+      }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path, title", [("?ds=demo_indoor", "Overview"), ("curves?ds=demo_indoor", "PR curves"),
+                                         ("confusion?ds=demo_indoor&lvl=super", "Confusion"),
+                                         ("confusion?ds=demo_indoor", "Confusion")])
+def test_chart_text_is_readable_and_titles_clear_the_ticks(server, browser_page, path, title):
+    page, _ = browser_page
+    open_page(page, f"{server}/{path}", title)
+    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(500)
+    found = page.evaluate(_READABLE_JS)
+    assert not found["small"], f"bar labels under 10.5 px: {found['small'][:5]}"
+    assert not found["overlaps"], f"axis titles on tick labels: {found['overlaps'][:5]}"
+
+
+def test_a_bar_click_leaves_no_fade(server, browser_page):
+    page, _ = browser_page
+    open_page(page, f"{server}/?ds=demo_indoor", "Overview")
+    bars = page.locator(".js-plotly-plot:has(.barlayer) .barlayer .point path")
+    bars.first.wait_for(timeout=60_000)
+    b = bars.nth(3).bounding_box()
+    page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] - 2)
+    wait_idle(page)
+    page.wait_for_timeout(800)
+    opacities = page.evaluate("() => [...document.querySelectorAll('.barlayer .point')].map(p => "
+                              "parseFloat(getComputedStyle(p).opacity))")
+    assert opacities and min(opacities) == 1.0

@@ -1,4 +1,5 @@
-"""Page by page: the numbers an AppTest run renders equal the numbers ``ov3d report`` writes for the same view.
+"""Page by page: the numbers an AppTest run renders equal the numbers ``ov3d report`` writes for the same view
+(including the scene inspector's per-box tables, the PR-curves page and the sample grid's matching boxes).
 
 One report of the tiny demo (every table, the prompt tables with the demo's proxy encoder, the per-box tables) is
 written once through the CLI and read back from its CSV files; each test opens one page with a view given in the URL
@@ -85,24 +86,66 @@ def test_overview_leaderboard_per_category_and_three_axes(tiny_demo, report):
     assert axes["prompt_robustness"].notna().any()
 
 
-def test_scene_inspector_box_statuses(tiny_demo, report):
+def test_scene_inspector_box_tables(tiny_demo, report):
+    """The inspector's per-box tables (every run shown, one image) equal the report's pred_details / gt_details."""
     at = app("app_pages/scene.py", ds=DS)
     assert not problems(at), problems(at)
     image_id = int(at.session_state["image_id"])
-    shown = _frame(at, "kind", "run", "row", "status")
-    preds = shown[shown["kind"] == "pred"]
-    assert len(preds)
-    rep = report("pred_status")
+    preds = _frame(at, "run", "row", "status", "yaw_err", "score_rank")
+    assert len(preds) and preds["run"].nunique() == 2
+    rep = report("pred_details")
     rep = rep[(rep["dataset"] == DS) & (rep["image_id"] == image_id)]
     merged = preds.merge(rep, left_on=["run", "row"], right_on=["run", "pred"], suffixes=("", "_report"))
     assert len(merged) == len(preds)
     assert (merged["status"] == merged["status_report"]).all()
-    np.testing.assert_allclose(merged["iou"], merged["best_iou"], rtol=1e-12, atol=1e-12)
-    gts = shown[shown["kind"] == "gt"]
-    rg = report("gt_status")
+    ps = report("pred_status")
+    ps = ps[(ps["dataset"] == DS) & (ps["image_id"] == image_id)]
+    st = preds.merge(ps, left_on=["run", "row"], right_on=["run", "pred"], suffixes=("", "_report"))
+    assert (st["status"] == st["status_report"]).all()  # the same statuses the box table draws
+    num = ["score", "iou3d", "iou2d", "center_dist", "depth_err", "size_err", "yaw_err", "depth", "volume"]
+    np.testing.assert_allclose(merged[num].to_numpy(np.float64), merged[[f"{c}_report" for c in num]].to_numpy(
+        np.float64), rtol=1e-9, atol=1e-12, equal_nan=True)
+    for c in ("score_rank", "image_rank", "ref_gt"):
+        np.testing.assert_array_equal(merged[c].astype("Float64").to_numpy(np.float64, na_value=np.nan),
+                                      merged[f"{c}_report"].to_numpy(np.float64))
+    gts = _frame(at, "run", "row", "status", "ignore_reason")
+    rg = report("gt_details")
     rg = rg[(rg["dataset"] == DS) & (rg["image_id"] == image_id)]
     m = gts.merge(rg, left_on=["run", "row"], right_on=["run", "gt"], suffixes=("", "_report"))
     assert len(m) == len(gts) and (m["status"] == m["status_report"]).all()
+    assert m["ignore_reason"].fillna("").tolist() == m["ignore_reason_report"].fillna("").tolist()
+    np.testing.assert_allclose(m[["truncation", "visibility", "depth", "volume", "iou3d"]].to_numpy(np.float64),
+                               m[["truncation_report", "visibility_report", "depth_report", "volume_report",
+                                  "iou3d_report"]].to_numpy(np.float64), rtol=1e-9, equal_nan=True)
+
+
+def test_pr_curves_page(tiny_demo, report):
+    at = app("app_pages/curves.py", ds=DS)
+    assert not problems(at), problems(at)
+    shown = _frame(at, "run", "category", "n_det", "recall", "precision")
+    rep = _rows(report("operating_points"), dataset=DS)
+    rep = rep[rep["run"].isin(shown["run"].unique())].reset_index(drop=True)
+    assert shown[["run", "category"]].values.tolist() == rep[["run", "category"]].values.tolist()
+    _close(shown, rep, ["min_score", "n_gt", "n_det", "tp", "fp", "recall", "precision"])
+    main = json.loads(at.get("plotly_chart")[0].proto.spec)
+    curves = _rows(report("pr_curves"), dataset=DS, category="(all classes)")
+    for tr in (t for t in main["data"] if t.get("mode") == "lines"):
+        np.testing.assert_allclose(_plotly_array(tr["y"]), curves[curves["run"] == tr["name"]]["precision"],
+                                   rtol=1e-9)
+
+
+def test_sample_grid_matching_boxes(tiny_demo, report):
+    at = app("app_pages/grid.py", ds=DS)
+    at.multiselect(key="grid_status").set_value(["FP", "mislabelled"]).run()
+    assert not problems(at), problems(at)
+    run = at.session_state["focus_run"]
+    shown = _frame(at, "image_id", "kind", "row", "center_dist", "yaw_err")
+    rep = _rows(report("pred_details"), dataset=DS, run=run)
+    rep = rep[rep["status"].isin(["FP", "mislabelled"])].reset_index(drop=True)
+    assert sorted(shown["row"]) == sorted(rep["pred"]) and (shown["kind"] == "pred").all()
+    merged = shown.merge(rep, left_on="row", right_on="pred", suffixes=("", "_report"))
+    for c in ("score", "center_dist", "size_err", "yaw_err"):
+        np.testing.assert_allclose(merged[c], merged[f"{c}_report"], rtol=1e-9, equal_nan=True)
 
 
 def test_confusion_page(tiny_demo, report):

@@ -48,7 +48,8 @@ def test_image_overlay_draws_12_edges_per_box_at_the_projected_corners():
                      customdata=np.array([["pred", "r", 0], ["pred", "r", 1], ["pred", "r", 2]], dtype=object))
     fig = image_overlay(np.zeros((H, W, 3), np.uint8), K, [layer])
     assert isinstance(fig.data[0], go.Image)
-    edges, heading, labels = fig.data[1], fig.data[2], fig.data[3]
+    edges, heading = fig.data[1], fig.data[2]
+    labels = next(t for t in fig.data if t.name == "pred TP labels")  # drawn last, over every edge
     assert edges.mode == "lines" and segments(edges.x) == 12 * 3
     assert segments(heading.x) == 2 * 3
     uv, _ = project_points(corners[:, BOX_EDGES.ravel()], K)  # endpoints in edge order
