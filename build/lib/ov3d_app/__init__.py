@@ -1,1 +1,0 @@
-"""The Streamlit app's state, cache layer and selection logic (ov3d_core stays streamlit-free)."""

@@ -1,3 +1,0 @@
-from ov3d_core.cli import main
-
-raise SystemExit(main())

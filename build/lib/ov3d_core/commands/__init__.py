@@ -1,1 +1,0 @@
-"""CLI commands, one module each (see ov3d_core.cli)."""
