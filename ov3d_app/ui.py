@@ -5,6 +5,10 @@ State lives under the canonical keys of ``ov3d_app.state``. A widget never owns 
 gives it its own key (``w:<name>[:suffix]``) initialised from the canonical value, and its ``on_change`` copies
 the value back. Writing a canonical key anywhere (a click on a chart, a pinned view, a test) therefore updates
 every widget bound to it on the next run, and page-local widgets survive page switches.
+
+A widget that was not drawn in the previous run is (re)mounted by the browser, which shows only what the server
+sends with it; ``bind`` then hands it the canonical value again. (A run that ends in ``st.stop()`` keeps stale
+widget values in the session, so "the key is still there" does not mean the browser still shows it.)
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from ov3d_core.errors import InputError
 
 _W = "w:"
 _SYNC = "s:"
+_SEEN = "b:"          # the run in which a widget was last bound
+_RUN = "_ov3d_run"    # script runs of this session (app.py's ``init_state`` counts them)
 
 #: Pages: file, title, icon, url path (app.py registers them in this order; the first is the default).
 PAGES = (
@@ -37,8 +43,9 @@ PAGE_TITLE = {url: t for _, t, _, url in PAGES}
 
 # ================================================================================================ state
 def init_state() -> None:
-    """Once per session: defaults, overridden by the URL's query parameters."""
+    """Every run (counted); once per session: defaults, overridden by the URL's query parameters."""
     ss = st.session_state
+    ss[_RUN] = ss.get(_RUN, 0) + 1
     if ss.get("_ov3d_init"):
         return
     from_url = S.query_to_state(st.query_params.to_dict())
@@ -74,9 +81,12 @@ def bind(name: str, suffix: str = "", on_change: Callable | None = None) -> dict
     ss = st.session_state
     wkey = f"{_W}{name}{suffix}"
     sync = _SYNC + wkey
-    if wkey not in ss or sync not in ss or ss[sync] != ss.get(name):
+    run = ss.get(_RUN, 0)
+    mounted = ss.get(_SEEN + wkey) in (run, run - 1)  # drawn in this run (a fragment) or the previous one
+    if not mounted or wkey not in ss or ss.get(sync) != ss.get(name):
         ss[wkey] = ss.get(name)
     ss[sync] = ss.get(name)
+    ss[_SEEN + wkey] = run
 
     def cb():
         _copy_back(name, wkey)
