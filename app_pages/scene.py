@@ -91,7 +91,7 @@ with ui.guard("The scene inspector"):
     n3.button("Next", icon=":material/arrow_forward:", on_click=_step, args=(images, 1), width="stretch")
     image_id = int(ui.get("image_id"))
     n4.markdown(f"**{images.index(image_id) + 1} / {len(images)}** filtered images · {len(all_images)} in "
-                f"{ctx.dataset}")
+                f"{ui.md(ctx.dataset)}")
 
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
     rows = boxes[boxes["image_id"] == image_id]
@@ -117,7 +117,7 @@ with ui.guard("The scene inspector"):
             fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"],
                                 image_scale=scale, fig_height=fig_h)
             with col:
-                st.markdown(f"**{run or 'ground truth'}** · TP {counts.get('TP', 0)} · FP {counts.get('FP', 0)} · "
+                st.markdown(f"**{ui.md(run or 'ground truth')}** · TP {counts.get('TP', 0)} · FP {counts.get('FP', 0)} · "
                             f"mislabelled {counts.get('mislabelled', 0)} · missed GT {n_fn}")
                 key = f"img_{start}_{run}"
                 ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")

@@ -5,13 +5,15 @@
   once for all sessions, so nothing here re-composes a metric or a view recipe.
 - ``cache_data``: names, image tables, box tables for drawing, point clouds, image data URIs and thumbnails.
 
-``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read. Pages call these functions and render
-what they return; nothing here draws. Heavy modules (open3d, torch, transformers) are imported inside the functions
-that need them.
+``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read. Every file a page reads (the config,
+the files it names, image, depth and point files) lies inside ``sources.allowed_roots()``, checked after symlinks;
+refusals name only a basename. Pages call these functions and render what they return; nothing here draws. Heavy
+modules (open3d, torch, transformers) are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import threading
@@ -22,25 +24,21 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ov3d_app import sources
 from ov3d_core.errors import InputError
+from ov3d_core.io.paths import DEMO_DIR_ENV, check_under_roots, demo_dir, is_under_roots
+from ov3d_core.io.yaml_safe import Kind
 
 REPO = Path(__file__).resolve().parents[1]
 #: Environment variable naming the folder of the demo benchmark (tests point it at a tiny demo).
-DEMO_ENV = "OV3D_DEMO_DIR"
+DEMO_ENV = DEMO_DIR_ENV
 #: Environment variable with a Hugging Face checkpoint for the prompt lab (else the demo proxy encoder).
 ENCODER_ENV = "OV3D_ENCODER"
-
 
 
 # ================================================================================================ data source
 _demo_lock = threading.Lock()
 _demo_done: dict[str, str] = {}
-
-
-def demo_dir() -> Path:
-    """Where the demo benchmark lives: ``$OV3D_DEMO_DIR`` or ``data/demo`` in the repository."""
-    env = os.environ.get(DEMO_ENV)
-    return Path(env).expanduser().resolve() if env else REPO / "data" / "demo"
 
 
 def demo_ready() -> str | None:
@@ -59,17 +57,18 @@ def ensure_demo_config(progress: Callable | None = None) -> str:
         folder = Path(demo.ensure_demo(out, progress=progress))
         cfg = folder / "benchmark.yaml"
         if not cfg.is_file():
-            raise InputError(str(cfg), None, None, "the demo's benchmark.yaml", "no such file")
+            raise InputError(cfg.name, None, None, "the demo's benchmark.yaml", Kind("no such file"))
         _demo_done[key] = str(cfg)
         return _demo_done[key]
 
 
 def config_key(path: str | Path) -> str:
-    """``"<resolved path>::<mtime_ns>"`` of a benchmark config (InputError when it does not exist)."""
-    p = Path(path).expanduser()
+    """``"<resolved path>::<mtime_ns>"`` of a benchmark config inside the allowed roots (``InputError`` naming the
+    basename when it is outside them, whether it exists or not, or when it is not an existing file)."""
+    p = check_under_roots(Path(path).expanduser(), sources.allowed_roots(), what="a benchmark config")
     if not p.is_file():
-        raise InputError(str(p), None, None, "an existing benchmark config file (YAML)", "no such file")
-    p = p.resolve()
+        raise InputError(p.name or "the path", None, None, "an existing benchmark config file (YAML)",
+                         Kind("no such file"))
     return f"{p}::{p.stat().st_mtime_ns}"
 
 
@@ -77,18 +76,36 @@ def _path_of(cfg_key: str) -> str:
     return cfg_key.rsplit("::", 1)[0]
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def analysis(cfg_key: str):
     """The ``Analysis`` of a config: shared by every session of the server (it is thread-safe, loads its files lazily
-    and memoises every result per ``View`` once for all sessions)."""
+    and memoises every result per ``View`` once for all sessions). Every path the config names must lie inside the
+    allowed roots."""
     from ov3d_core.analysis import Analysis
 
-    return Analysis.from_yaml(_path_of(cfg_key))
+    return Analysis.from_yaml(_path_of(cfg_key), allowed_roots=sources.allowed_roots())
 
 
 def benchmark(cfg_key: str):
     """The ``Benchmark`` (files, geometry) behind :func:`analysis`."""
     return analysis(cfg_key).benchmark
+
+
+def readable(path: str | Path | None) -> str | None:
+    """``path`` (resolved) when it is an existing file inside the allowed roots, else None (outside the roots it
+    is treated as missing, so a page never tells which files exist elsewhere)."""
+    if path is None:
+        return None
+    p = Path(path)
+    if not is_under_roots(p, sources.allowed_roots()):
+        return None
+    p = p.resolve()
+    return str(p) if p.is_file() else None
+
+
+def failures(cfg_key: str) -> list:
+    """Runs whose files fail to load (``Analysis.failures``), each with its message."""
+    return analysis(cfg_key).failures()
 
 
 _warm_lock = threading.Lock()
@@ -198,9 +215,8 @@ def image_meta(cfg_key: str, dataset: str, image_id: int) -> dict:
     if row < 0:
         raise InputError(str(b.config.path), f"dataset {dataset}", "image_id", "an image of the dataset", image_id)
     rec = ds.images.iloc[row]
-    path = b.image_path(dataset, image_id)
     return {"K": ds.K[row], "width": int(rec["width"]), "height": int(rec["height"]),
-            "path": str(path) if path is not None and Path(path).exists() else None}
+            "path": readable(b.image_path(dataset, image_id))}
 
 
 # ================================================================================================ 3D
@@ -212,12 +228,12 @@ def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
     from ov3d_core.io.pointcloud import depth_to_points, load_depth, load_point_cloud, voxel_downsample
 
     b = benchmark(cfg_key)
-    p = b.asset_path(dataset, "points", image_id)
+    p = readable(b.asset_path(dataset, "points", image_id))
     if p is not None:
         pts, cols = load_point_cloud(p)
         src = f"point cloud {Path(p).name}"
     else:
-        d = b.asset_path(dataset, "depth", image_id)
+        d = readable(b.asset_path(dataset, "depth", image_id))
         if d is None:
             return None
         depth = load_depth(d)
@@ -226,7 +242,8 @@ def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000
         if meta["path"]:
             from PIL import Image
 
-            im = Image.open(meta["path"]).convert("RGB")
+            with _image_errors(meta["path"]):
+                im = Image.open(meta["path"]).convert("RGB")
             if im.size == (depth.shape[1], depth.shape[0]):
                 img = np.asarray(im)
         out = depth_to_points(depth, meta["K"], colors=img)
@@ -242,7 +259,25 @@ def image_uri(path: str, max_side: int = 1600) -> tuple[str, int, int, float]:
     """An image file as a JPEG data URI for the overlay: ``(uri, width, height, scale)`` (``viz.encode_image``)."""
     from ov3d_core.viz.image_overlay import encode_image
 
-    return encode_image(path, max_side=max_side)
+    with _image_errors(path):
+        return encode_image(path, max_side=max_side)
+
+
+@contextlib.contextmanager
+def _image_errors(path: str):
+    """``InputError`` (naming the file's basename and the GT field) for a ``file_path`` that is no readable image."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        yield
+    except InputError:
+        raise
+    except Image.DecompressionBombError:
+        raise InputError(Path(path).name, None, "file_path", "an image of at most ~180 megapixels",
+                         Kind("a bigger one")) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        raise InputError(Path(path).name, None, "file_path", "an image file (JPEG, PNG, ...) that can be read",
+                         Kind("a file that is not one")) from None
 
 
 # ================================================================================================ thumbnails
@@ -251,7 +286,8 @@ def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160
     """A PNG crop of ``box`` (x1, y1, x2, y2 pixels, padded by ``pad`` of its size) from an image file."""
     from PIL import Image, ImageDraw
 
-    im = Image.open(path).convert("RGB")
+    with _image_errors(path):
+        im = Image.open(path).convert("RGB")
     x1, y1, x2, y2 = box
     w, h = max(x2 - x1, 1.0), max(y2 - y1, 1.0)
     cx1, cy1 = max(0.0, x1 - pad * w), max(0.0, y1 - pad * h)
@@ -272,3 +308,29 @@ def encoder_spec() -> str:
     """``hf:<checkpoint>`` when ``$OV3D_ENCODER`` is set, else the demo proxy."""
     env = os.environ.get(ENCODER_ENV, "").strip()
     return env if env.startswith("hf:") else (f"hf:{env}" if env else "proxy")
+
+
+def check_encoder(spec: str) -> None:
+    """``InputError`` at once (no network) when ``spec`` names a Hugging Face checkpoint that is neither a local
+    folder nor in the local Hugging Face cache: loading it would try to download it (minutes of retries offline).
+    A cached checkpoint is then loaded without contacting the hub (``HF_HUB_OFFLINE``)."""
+    if not spec.startswith("hf:"):
+        return
+    name = spec[3:].strip()
+    if Path(name).expanduser().is_dir():
+        return
+    found = None
+    if name and not Path(name).is_absolute() and name.count("/") <= 1:
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            found = try_to_load_from_cache(name, "config.json")
+        except ValueError:  # not a valid repository id
+            found = None
+    if isinstance(found, str):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        return
+    raise InputError(ENCODER_ENV, None, "encoder", "a checkpoint on this machine: a local model folder "
+                     f"({ENCODER_ENV}=hf:/path/to/siglip2-base-patch16-224) or one already in the Hugging Face cache "
+                     "(run `huggingface-cli download <checkpoint>` once where there is network, then restart the app)",
+                     Kind("a checkpoint that is not on disk (the app does not download models)"))

@@ -14,7 +14,10 @@ widget values in the session, so "the key is still there" does not mean the brow
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import streamlit as st
@@ -36,6 +39,7 @@ PAGES = (
     ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),
     ("app_pages/errors.py", "Error breakdown", ":material/troubleshoot:", "errors"),
     ("app_pages/splits.py", "Splits & transfer", ":material/call_split:", "splits"),
+    ("app_pages/data_source.py", "Data source", ":material/folder_open:", "data"),
 )
 PAGE_FILE = {url: f for f, _, _, url in PAGES}
 PAGE_TITLE = {url: t for _, t, _, url in PAGES}
@@ -65,6 +69,12 @@ def set_state(**values) -> None:
         if k not in S.BY_NAME:
             raise KeyError(f"unknown state key {k!r}")
         st.session_state[k] = v
+
+
+def switch_source(**source) -> None:
+    """Switch the data source (``source``, ``config_path``) and forget the selection of the previous benchmark
+    (``state.BENCHMARK_KEYS``); the protocol, threshold, IoU and page settings stay."""
+    set_state(**S.benchmark_defaults(), **source)
 
 
 def _copy_back(name: str, wkey: str) -> None:
@@ -167,18 +177,59 @@ def need_context() -> Context:
         st.info("No benchmark is loaded. Choose the demo or a benchmark config in the sidebar.")
         st.stop()
     if not ctx.all_runs:
-        st.info(f"Dataset **{ctx.dataset}** has no runs (prediction files) in this benchmark config.")
+        st.info(f"Dataset **{md(ctx.dataset)}** has no runs (prediction files) in this benchmark config.")
     return ctx
 
 
-# ================================================================================================ errors
+# ================================================================================================ text and errors
+_MD_INLINE = re.compile(r"([\\*_\[\]<>~:$|])")
+_MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
+
+
+def md(text: Any) -> str:
+    """``text`` (a name or message from a file or the URL) escaped for Streamlit markdown, on one line: shown as
+    typed, never as a link, image, colour directive, formula, heading, list or HTML. Use it for every piece of data
+    in a markdown string, label or message. (Backticks are left alone: a code span is only formatting.)"""
+    one = " ".join(str(text).splitlines())
+    one = _MD_INLINE.sub(r"\\\1", one)
+    return _MD_LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
+                                                       else m.group(2) + "\\"), one, count=1)
+
+
+def error_text(exc: BaseException) -> str:
+    """The one-line message of an error for the page: an ``InputError`` names the file by its basename only (the
+    server's folders stay private); anything else says only its type (the traceback goes to the server log)."""
+    if isinstance(exc, InputError):
+        if exc.file is None:
+            return str(exc)
+        name = Path(exc.file).name or exc.file
+        return str(InputError(name, exc.record, exc.field, exc.expected, exc.got))
+    return f"an unexpected error ({type(exc).__name__}); the server log has the details"
+
+
+def basename_first(message: str) -> str:
+    """A stored one-line ``InputError`` message (``"<file>: ..."``) with its file shown by its basename."""
+    head, sep, rest = message.partition(": ")
+    return f"{Path(head).name or head}{sep}{rest}" if sep and ("/" in head or "\\" in head) else message
+
+
+def show_error(exc: BaseException, what: str = "") -> None:
+    """``st.error`` with :func:`error_text` (escaped); unexpected errors are logged with their traceback."""
+    if not isinstance(exc, InputError):
+        logging.getLogger("ov3d_app").error("%s failed", what or "a page", exc_info=exc)
+    text = md(error_text(exc))
+    st.error(f"{md(what)}: {text}" if what else text, icon=":material/error:")
+
+
 @contextlib.contextmanager
 def guard(what: str = ""):
-    """Show user-input errors as ``st.error`` (file, record, field); the rest of the page goes on."""
+    """Show errors as ``st.error`` and go on with the rest of the page: user-input errors with their message
+    (file, record, field), anything else without a traceback (it is logged). Streamlit's own control flow
+    (``st.stop``, ``st.rerun``, page switches) is not an ``Exception`` and passes through."""
     try:
         yield
-    except InputError as exc:
-        st.error(f"{what}: {exc}" if what else str(exc), icon=":material/error:")
+    except Exception as exc:  # noqa: BLE001 - a page shows a message, never a traceback
+        show_error(exc, what)
 
 
 def page_header(title: str, intro: str) -> None:
