@@ -12,6 +12,7 @@ demo source at another folder (the tests use a tiny demo).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -24,20 +25,31 @@ HERE = Path(__file__).parent
 CSS = HERE / "assets" / "style.css"
 
 
-def _progress_adapter(bar):
-    """A progress callback for ``ensure_demo`` that accepts (fraction[, message]) or (done, total[, message])."""
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
-    def progress(*args, **kw):
-        msg = kw.get("message") or next((a for a in args if isinstance(a, str)), "")
-        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
-        frac = 0.0
-        if len(nums) >= 2 and nums[1]:
-            frac = nums[0] / nums[1]
-        elif nums:
-            frac = float(nums[0])
-        bar.progress(min(max(frac, 0.0), 1.0), text=f"Building the demo benchmark (first start only) {msg}")
 
-    return progress
+def _wait_for_demo() -> str:
+    """The demo's config; on the server's first start, the shared build's progress until it is ready (every
+    session shows the same build; closing the tab does not stop it)."""
+    bar = None
+    while True:
+        s = cache.demo_status()
+        if s.error is not None:
+            raise s.error
+        if s.path is not None:
+            if bar is not None:
+                bar.empty()
+            return s.path
+        left = f"about {_duration(s.eta)} left" if s.eta is not None else "estimating the time left"
+        text = (f"Building the demo benchmark (first start of this server only): {s.fraction:.0%} · "
+                f"{ui.md(s.message)} · {_duration(s.elapsed)} so far, {left}")
+        if bar is None:
+            bar = st.progress(s.fraction, text=text)
+        else:
+            bar.progress(s.fraction, text=text)
+        time.sleep(0.5)
 
 
 def _source_config() -> str | None:
@@ -49,14 +61,7 @@ def _source_config() -> str | None:
                     "the **Data source** page, or switch back to the demo.")
             return None
         return path
-    ready = cache.demo_ready()
-    if ready:
-        return ready
-    bar = st.progress(0.0, text="Building the demo benchmark (first start only)…")
-    try:
-        return cache.ensure_demo_config(progress=_progress_adapter(bar))
-    finally:
-        bar.empty()
+    return cache.demo_ready() or _wait_for_demo()
 
 
 def _sidebar_source() -> None:

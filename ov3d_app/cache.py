@@ -17,6 +17,8 @@ import contextlib
 import io
 import os
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -37,29 +39,81 @@ ENCODER_ENV = "OV3D_ENCODER"
 
 
 # ================================================================================================ data source
+@dataclass(frozen=True)
+class DemoStatus:
+    """Where the server's one demo build stands: ``path`` of its benchmark.yaml once ready, or the ``error``."""
+
+    fraction: float = 0.0
+    message: str = ""
+    elapsed: float = 0.0
+    path: str | None = None
+    error: BaseException | None = None
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, extrapolated from the progress so far (None until there is enough of it)."""
+        if self.path is not None or self.fraction < 0.03 or self.elapsed < 3:
+            return None
+        return self.elapsed * (1 - self.fraction) / self.fraction
+
+
 _demo_lock = threading.Lock()
-_demo_done: dict[str, str] = {}
+_demo: dict[str, dict] = {}  # demo folder -> {"t0", "fraction", "message", "path", "error"}
 
 
 def demo_ready() -> str | None:
-    """The demo's ``benchmark.yaml`` if it was already ensured by this process (no disk work), else None."""
-    return _demo_done.get(str(demo_dir()))
+    """The demo's ``benchmark.yaml`` if this process already found or built it (no disk work), else None."""
+    state = _demo.get(str(demo_dir()))
+    return state["path"] if state else None
 
 
-def ensure_demo_config(progress: Callable | None = None) -> str:
-    """Build the demo if needed (``ov3d_core.demo.ensure_demo``; once per process) and return its config path."""
+def demo_status(start: bool = True) -> DemoStatus:
+    """The demo build of this server: found at once when it is on disk and current, else built once per process in
+    a background thread (its worker processes do the rendering), whatever happens to the session that started it.
+    Every session polls the same status. A failed build is reported once and retried on the next call."""
     out = demo_dir()
     key = str(out)
     with _demo_lock:
-        if key in _demo_done:
-            return _demo_done[key]
+        state = _demo.get(key)
+        if state is None:
+            if not start:
+                return DemoStatus()
+            state = _demo[key] = {"t0": time.perf_counter(), "fraction": 0.0, "message": "starting", "path": None,
+                                  "error": None}
+            worker = threading.Thread(target=_build_demo, args=(out, state), name="ov3d-demo-build", daemon=True)
+            worker.start()
+            worker.join(0.5)  # a demo already on disk is found within this: no progress bar flashes
+        snap = DemoStatus(state["fraction"], state["message"], time.perf_counter() - state["t0"], state["path"],
+                          state["error"])
+        if snap.error is not None:
+            del _demo[key]
+        return snap
+
+
+def _build_demo(out: Path, state: dict) -> None:
+    def progress(fraction: float, message: str) -> None:
+        state["fraction"], state["message"] = float(fraction), str(message)
+
+    try:
         import ov3d_core.demo as demo
-        folder = Path(demo.ensure_demo(out, progress=progress))
-        cfg = folder / "benchmark.yaml"
+
+        cfg = Path(demo.ensure_demo(out, progress=progress)) / "benchmark.yaml"
         if not cfg.is_file():
             raise InputError(cfg.name, None, None, "the demo's benchmark.yaml", Kind("no such file"))
-        _demo_done[key] = str(cfg)
-        return _demo_done[key]
+        state["path"] = str(cfg)
+    except Exception as exc:  # noqa: BLE001 - shown by the session that polls next
+        state["error"] = exc
+
+
+def ensure_demo_config() -> str:
+    """The demo's benchmark.yaml, waiting for the build when there is one (scripts and benchmarks)."""
+    while True:
+        s = demo_status()
+        if s.error is not None:
+            raise s.error
+        if s.path is not None:
+            return s.path
+        time.sleep(0.2)
 
 
 def config_key(path: str | Path) -> str:

@@ -206,7 +206,10 @@ def _plain(v):
     import torch
 
     if isinstance(v, torch.Tensor):
-        a = v.detach().cpu().numpy()
+        t = v.detach().cpu()
+        if t.dtype.is_floating_point and t.dtype not in (torch.float16, torch.float32, torch.float64):
+            t = t.to(torch.float32)  # bfloat16 / float8 (a model saved in low precision): exact in float32
+        a = t.numpy()
         return a.item() if a.ndim == 0 else a
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v.item()
