@@ -37,9 +37,9 @@ def _current() -> None:
                 f"{sum(len(r) for r in cat['runs'].values())} run(s)")
     with st.spinner("Checking every run file…"):
         failed = cache.failures(ctx.cfg_key)
-    for f in failed:
-        st.error(f"Run **{ui.md(f.run)}** on {ui.md(f.dataset)} could not be loaded: "
-                 f"{ui.md(ui.basename_first(f.message))}", icon=":material/error:")
+    for dataset, run, exc in failed:
+        st.error(f"Run **{ui.md(run)}** on {ui.md(dataset)} could not be loaded: {ui.md(ui.error_text(exc))}",
+                 icon=":material/error:")
     if not failed:
         st.caption("Every run file of this benchmark loads.")
 

@@ -157,9 +157,18 @@ def readable(path: str | Path | None) -> str | None:
     return str(p) if p.is_file() else None
 
 
-def failures(cfg_key: str) -> list:
-    """Runs whose files fail to load (``Analysis.failures``), each with its message."""
-    return analysis(cfg_key).failures()
+def failures(cfg_key: str) -> list[tuple[str, str, Exception]]:
+    """(dataset, run, error) of every run whose files fail to load. Like ``Analysis.failures`` but keeping the
+    error itself, so that the page can word it (``ui.error_text``: basename, no file content), and counting any
+    error, not only ``InputError``, as a failure of that run alone."""
+    b = benchmark(cfg_key)
+    out = []
+    for spec in b.config.runs.values():
+        try:
+            b.run(spec.name, spec.dataset)
+        except Exception as exc:  # noqa: BLE001 - listed with its message; the other runs still load
+            out.append((spec.dataset, spec.name, exc))
+    return out
 
 
 _warm_lock = threading.Lock()

@@ -186,31 +186,45 @@ _MD_INLINE = re.compile(r"([\\*_\[\]<>~:$|])")
 _MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
 
 
+_MD_CODE = re.compile(r"(`+)(.+?)\1")
+
+
 def md(text: Any) -> str:
     """``text`` (a name or message from a file or the URL) escaped for Streamlit markdown, on one line: shown as
     typed, never as a link, image, colour directive, formula, heading, list or HTML. Use it for every piece of data
-    in a markdown string, label or message. (Backticks are left alone: a code span is only formatting.)"""
+    in a markdown string, label or message. Code spans (``\`...\```) are kept: they render their text literally."""
     one = " ".join(str(text).splitlines())
-    one = _MD_INLINE.sub(r"\\\1", one)
+    parts, last = [], 0
+    for m in _MD_CODE.finditer(one):
+        parts += [_MD_INLINE.sub(r"\\\1", one[last:m.start()]), m.group(0)]
+        last = m.end()
+    parts.append(_MD_INLINE.sub(r"\\\1", one[last:]))
     return _MD_LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
-                                                       else m.group(2) + "\\"), one, count=1)
+                                                       else m.group(2) + "\\"), "".join(parts), count=1)
+
+
+def _safe_got(got: Any) -> Any:
+    """What an error may say it found: a kind (``Kind``, from the loaders), numbers, short lists of numbers;
+    anything else (a string or structure read from a file) only as its kind, never its text."""
+    from ov3d_core.io.config import kind_of
+    from ov3d_core.io.yaml_safe import Kind
+
+    number = (int, float)
+    if got is None or isinstance(got, Kind) or (isinstance(got, number) and not isinstance(got, bool)):
+        return got
+    if isinstance(got, (list, tuple)) and len(got) <= 16 and all(isinstance(v, number) for v in got):
+        return got
+    return kind_of(got)
 
 
 def error_text(exc: BaseException) -> str:
     """The one-line message of an error for the page: an ``InputError`` names the file by its basename only (the
-    server's folders stay private); anything else says only its type (the traceback goes to the server log)."""
+    server's folders stay private) and what it found by kind, not by its text (``_safe_got``); anything else says
+    only its type (the traceback goes to the server log)."""
     if isinstance(exc, InputError):
-        if exc.file is None:
-            return str(exc)
-        name = Path(exc.file).name or exc.file
-        return str(InputError(name, exc.record, exc.field, exc.expected, exc.got))
+        name = None if exc.file is None else (Path(exc.file).name or exc.file)
+        return str(InputError(name, exc.record, exc.field, exc.expected, _safe_got(exc.got)))
     return f"an unexpected error ({type(exc).__name__}); the server log has the details"
-
-
-def basename_first(message: str) -> str:
-    """A stored one-line ``InputError`` message (``"<file>: ..."``) with its file shown by its basename."""
-    head, sep, rest = message.partition(": ")
-    return f"{Path(head).name or head}{sep}{rest}" if sep and ("/" in head or "\\" in head) else message
 
 
 def show_error(exc: BaseException, what: str = "") -> None:
