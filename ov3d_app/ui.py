@@ -187,18 +187,24 @@ _MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
 
 
 _MD_CODE = re.compile(r"(`+)(.+?)\1")
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|www)(?=\\?://|\.)")  # GFM links bare URLs: a word joiner stops it
+
+
+def _escape(text: str) -> str:
+    return _AUTOLINK.sub("\\1\u2060", _MD_INLINE.sub(r"\\\1", text))
 
 
 def md(text: Any) -> str:
     """``text`` (a name or message from a file or the URL) escaped for Streamlit markdown, on one line: shown as
-    typed, never as a link, image, colour directive, formula, heading, list or HTML. Use it for every piece of data
-    in a markdown string, label or message. Code spans (``\`...\```) are kept: they render their text literally."""
+    typed, never as a link (bare URLs included), image, colour directive, formula, heading, list or HTML. Use it
+    for every piece of data in a markdown string, label or message. Code spans (``\`...\```) are kept: they render
+    their text literally."""
     one = " ".join(str(text).splitlines())
     parts, last = [], 0
     for m in _MD_CODE.finditer(one):
-        parts += [_MD_INLINE.sub(r"\\\1", one[last:m.start()]), m.group(0)]
+        parts += [_escape(one[last:m.start()]), m.group(0)]
         last = m.end()
-    parts.append(_MD_INLINE.sub(r"\\\1", one[last:]))
+    parts.append(_escape(one[last:]))
     return _MD_LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
                                                        else m.group(2) + "\\"), "".join(parts), count=1)
 
@@ -288,6 +294,54 @@ def _deferred(fn, *args, **kw):
     return make
 
 
+#: Plotly's pseudo-HTML that does more than format text: links and inline styles.
+_PLOTLY_ACTIVE = re.compile(r"<(?=\s*/?\s*(?:a|span)\b)", re.IGNORECASE)
+_TRACE_TEXT = ("name", "text", "hovertext")
+
+
+def _inert(value):
+    """A string (or a list of them) with Plotly links and styles shown as text (``<`` as the entity ``&lt;``)."""
+    if isinstance(value, str):
+        return _PLOTLY_ACTIVE.sub("&lt;", value)
+    if isinstance(value, (list, tuple)) or (hasattr(value, "dtype") and getattr(value, "dtype", None) == object):
+        return [_inert(v) for v in value]
+    return value
+
+
+def _has_active(values) -> bool:
+    try:
+        return any(isinstance(v, str) and _PLOTLY_ACTIVE.search(v) for v in values)
+    except TypeError:
+        return False
+
+
+def inert_figure(fig):
+    """``fig`` with the names it shows (category ticks, trace names and texts, titles, annotations) unable to carry
+    a link or a style: Plotly renders ``<a href>`` and ``<span style>`` in text, and names come from files and URLs.
+    The data (``x``, ``y``, ``customdata``) is unchanged, so selections still return the real names; a category
+    axis whose names hold such markup gets the escaped names as its tick labels."""
+    axes: dict[str, set] = {}
+    for tr in fig.data:
+        for prop in _TRACE_TEXT:
+            if prop in tr and tr[prop] is not None:
+                tr[prop] = _inert(tr[prop])
+        for dim in ("x", "y"):
+            vals = tr[dim] if dim in tr else None
+            if vals is not None and len(vals) and isinstance(vals[0], str) and _has_active(vals):
+                ref = (tr[f"{dim}axis"] if f"{dim}axis" in tr else None) or dim
+                axes.setdefault(ref, set()).update(v for v in vals if isinstance(v, str))
+    for ref, cats in axes.items():
+        name = ref[0] + "axis" + ref[1:]
+        cats = sorted(cats)
+        fig.layout[name].update(tickmode="array", tickvals=cats, ticktext=[_inert(c) for c in cats])
+    if fig.layout.title and fig.layout.title.text:
+        fig.layout.title.text = _inert(fig.layout.title.text)
+    for ann in fig.layout.annotations or ():
+        if ann.text:
+            ann.text = _inert(ann.text)
+    return fig
+
+
 def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str | None = None, static_fig=None,
          selection_mode=("points",), width: str = "stretch") -> None:
     """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover."""
@@ -297,7 +351,7 @@ def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str |
         fig.update_layout(font=dict(size=15))
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
-    st.plotly_chart(fig, **kw)
+    st.plotly_chart(inert_figure(fig), **kw)
     if export_name:
         export_figure(fig, export_name, key, static_fig=static_fig)
 

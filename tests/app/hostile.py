@@ -17,13 +17,14 @@ BEACON = "http://127.0.0.1:9"
 CAT_IMG = "<img src=x onerror=\"document.title='pwned'\">"
 CAT_META = "<meta http-equiv=\"refresh\" content=\"0;url=about:blank\">"
 CAT_MD = f"![cat]({BEACON}/cat.png) [click]({BEACON}/c) :red[x] $x^2$"
+CAT_LINK = f'<a href="{BEACON}/a">sofa</a>'  # Plotly renders <a> in tick labels and hover text
 DATASET = f"Mini **indoor** <b>b</b> ![ds]({BEACON}/ds.png)"
 RUN = f"good [run]({BEACON}/run) <style>*{{display:none}}</style>"
 NAME = f"mini ![name]({BEACON}/name.png) # heading"
 DESCRIPTION = f"![desc]({BEACON}/desc.png) <script>document.title='pwned'</script>"
 #: Every hostile string (each must be shown escaped or not at all).
-ALL = (CAT_IMG, CAT_META, CAT_MD, DATASET, RUN, NAME, DESCRIPTION)
-RENAME = {"chair": CAT_IMG, "table": CAT_META, "car": CAT_MD}
+ALL = (CAT_IMG, CAT_META, CAT_MD, CAT_LINK, DATASET, RUN, NAME, DESCRIPTION)
+RENAME = {"chair": CAT_IMG, "table": CAT_META, "sofa": CAT_LINK, "car": CAT_MD}
 
 
 def build(root: Path) -> Path:
