@@ -94,9 +94,10 @@ with ui.guard("The leaderboard"):
 with ui.guard("Per-category AP"):
     if ctx.runs:
         st.subheader(f"Per-category AP3D on {ui.md(ctx.dataset)}")
-        pc = A.per_category_runs(ctx.view(), ctx.runs)
+        pc = cache.per_category_runs(ctx.cfg_key, ctx.view(), ctx.runs)
         cat = ui.get("category")
-        fig = bars.category_bars(pc, "AP3D", highlight=cat, height=420)
+        fig = cache.shared(("category_bars", ctx.cfg_key, ctx.view(), ctx.runs, cat),  # one figure per server
+                           lambda: bars.category_bars(pc, "AP3D", highlight=cat, height=420))
         st.caption("Click a bar to select that category and run. Missing bars: no ground truth of that class.")
         ui.plot(fig, "cat_bars", on_select=_on_bar, export_name=f"per_category_{ctx.dataset}")
         if cat:
@@ -139,7 +140,8 @@ with ui.guard("The three-axis breakdown"):
             "cross_domain_ratio": "Domain: out / in mAP3D"}
     if with_prompts:
         axes["prompt_robustness"] = "Prompts: 1 − CV"
-    fig = bars.three_axis_chart(tr["three_axis"], axes)
+    fig = cache.shared(("three_axis", ctx.cfg_key, ctx.view(), spec if with_prompts else None),
+                       lambda: bars.three_axis_chart(tr["three_axis"], axes))
     ui.plot(fig, "three_axis", export_name="three_axis")
     st.dataframe(tr["three_axis"], hide_index=True,
                  column_config=ui.fmt_table(tr["three_axis"], percent=("semantic", "semantic_in_domain",

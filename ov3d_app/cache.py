@@ -18,9 +18,10 @@ import io
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ from ov3d_core.errors import InputError
 from ov3d_core.io.paths import DEMO_DIR_ENV, check_under_roots, demo_dir, is_under_roots
 from ov3d_core.io.yaml_safe import Kind
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 #: Environment variable naming the folder of the demo benchmark (tests point it at a tiny demo).
 DEMO_ENV = DEMO_DIR_ENV
@@ -204,6 +206,47 @@ def catalog(cfg_key: str) -> dict:
     return {"name": b.config.name, "datasets": b.dataset_names,
             "runs": {d: b.run_names(d) for d in b.dataset_names},
             "descriptions": {f"{r.name}@{r.dataset}": r.description for r in b.config.runs.values()}}
+
+
+# ================================================================================================ shared per server
+_shared_lock = threading.Lock()
+_shared: OrderedDict[tuple, object] = OrderedDict()
+_building: dict[tuple, threading.Event] = {}
+SHARED_ITEMS = 256
+
+
+def shared(key: tuple, build: Callable[[], T]) -> T:
+    """One value per ``key`` for the whole server: the tables and figures every session of a view shows, built
+    once (the first session builds, the others wait for it) and then handed to every session as the same object,
+    which must treat it as read-only (``ui.plot`` copies a figure before it changes one). The last
+    ``SHARED_ITEMS`` keys are kept. ``key`` should start with the config key, so an edited config builds anew."""
+    while True:
+        with _shared_lock:
+            if key in _shared:
+                _shared.move_to_end(key)
+                return _shared[key]
+            event = _building.get(key)
+            if event is None:
+                event = _building[key] = threading.Event()
+                break
+        event.wait()
+    try:
+        value = build()
+        with _shared_lock:
+            _shared[key] = value
+            while len(_shared) > SHARED_ITEMS:
+                _shared.popitem(last=False)
+        return value
+    finally:
+        with _shared_lock:
+            _building.pop(key, None)
+        event.set()  # a failed build lets a waiting session try (and fail with its own message)
+
+
+def per_category_runs(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
+    """``Analysis.per_category_runs`` shared by every session (read-only)."""
+    return shared(("per_category_runs", cfg_key, view, tuple(runs)),
+                  lambda: analysis(cfg_key).per_category_runs(view, runs))
 
 
 # ================================================================================================ datasets

@@ -315,21 +315,47 @@ def _has_active(values) -> bool:
         return False
 
 
-def inert_figure(fig):
-    """``fig`` with the names it shows (category ticks, trace names and texts, titles, annotations) unable to carry
-    a link or a style: Plotly renders ``<a href>`` and ``<span style>`` in text, and names come from files and URLs.
-    The data (``x``, ``y``, ``customdata``) is unchanged, so selections still return the real names; a category
-    axis whose names hold such markup gets the escaped names as its tick labels."""
+def _active_axes(fig) -> dict[str, set]:
+    """Category axes whose names hold Plotly links or styles: axis reference -> its category names."""
     axes: dict[str, set] = {}
     for tr in fig.data:
-        for prop in _TRACE_TEXT:
-            if prop in tr and tr[prop] is not None:
-                tr[prop] = _inert(tr[prop])
         for dim in ("x", "y"):
             vals = tr[dim] if dim in tr else None
             if vals is not None and len(vals) and isinstance(vals[0], str) and _has_active(vals):
                 ref = (tr[f"{dim}axis"] if f"{dim}axis" in tr else None) or dim
                 axes.setdefault(ref, set()).update(v for v in vals if isinstance(v, str))
+    return axes
+
+
+def _texts(fig):
+    for tr in fig.data:
+        for prop in _TRACE_TEXT:
+            if prop in tr and tr[prop] is not None:
+                v = tr[prop]
+                yield from ([v] if isinstance(v, str) else v if isinstance(v, (list, tuple)) else ())
+    if fig.layout.title and fig.layout.title.text:
+        yield fig.layout.title.text
+    for ann in fig.layout.annotations or ():
+        if ann.text:
+            yield ann.text
+
+
+def inert_figure(fig):
+    """``fig``, or a copy of it with the names it shows (category ticks, trace names and texts, titles,
+    annotations) unable to carry a link or a style: Plotly renders ``<a href>`` and ``<span style>`` in text, and
+    names come from files and URLs. The data (``x``, ``y``, ``customdata``) is unchanged, so selections still
+    return the real names; a category axis whose names hold such markup gets the escaped names as tick labels.
+    A figure without such markup is returned as it is (figures may be shared between sessions)."""
+    axes = _active_axes(fig)
+    if not axes and not _has_active(_texts(fig)):
+        return fig
+    import plotly.graph_objects as go
+
+    fig = go.Figure(fig)
+    for tr in fig.data:
+        for prop in _TRACE_TEXT:
+            if prop in tr and tr[prop] is not None:
+                tr[prop] = _inert(tr[prop])
     for ref, cats in axes.items():
         name = ref[0] + "axis" + ref[1:]
         cats = sorted(cats)
@@ -344,11 +370,14 @@ def inert_figure(fig):
 
 def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str | None = None, static_fig=None,
          selection_mode=("points",), width: str = "stretch") -> None:
-    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover."""
+    """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover. ``fig`` is not
+    changed (it may be a figure shared by every session, ``cache.shared``)."""
     kw: dict = {"theme": None, "key": key, "width": width,
                 "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"]}}
     if get("presentation"):
-        fig.update_layout(font=dict(size=15))
+        import plotly.graph_objects as go
+
+        fig = go.Figure(fig).update_layout(font=dict(size=15))  # a copy: the figure may be shared
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
     st.plotly_chart(inert_figure(fig), **kw)
