@@ -6,6 +6,8 @@ lead to the scene inspector filtered to the matching detections.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -68,13 +70,14 @@ with ui.guard("The leaderboard"):
     slot = st.empty()
     rows = []
     failed = []
+    started = time.perf_counter()
     for ds, run in cache.leaderboard_pairs(ctx.cfg_key, None if everywhere else (ctx.dataset,)):
         try:
             rows.append(A.leaderboard_row(ctx.view(run, dataset=ds)))
         except InputError as exc:  # one broken run file: the others still load
             failed.append((ds, run, ui.error_text(exc)))
             continue
-        if len(rows) % 5 == 1:  # rows appear while the others are scored (first start: files are parsed)
+        if len(rows) % 5 == 1 and time.perf_counter() - started > 0.5:  # rows appear while the others are scored
             slot.dataframe(pd.DataFrame(rows, columns=SHOWN), hide_index=True)
     for ds, run, msg in failed:
         st.error(f"Run **{ui.md(run)}** on {ui.md(ds)} could not be loaded: {ui.md(msg)}", icon=":material/error:")

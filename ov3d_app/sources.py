@@ -15,6 +15,7 @@ Everything here is pure file work (no streamlit import), so it is unit-tested di
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ov3d_core.errors import InputError
-from ov3d_core.io.paths import DATA_ROOT_ENV, REPO, check_under_roots, default_roots, is_under_roots
+from ov3d_core.io.paths import DATA_ROOT_ENV, DEMO_DIR_ENV, REPO, check_under_roots, default_roots, is_under_roots
 from ov3d_core.io.yaml_safe import Kind
 
 #: Environment variable naming the app's cache folder (uploads, written configs).
@@ -53,9 +54,18 @@ def server_data_roots(argv: Sequence[str] | None = None) -> list[str]:
 
 
 def allowed_roots(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
-    """The demo, ``--data-root`` / ``$OV3D_DATA_ROOT`` (else the working directory) and the app cache, resolved."""
+    """The demo, ``--data-root`` / ``$OV3D_DATA_ROOT`` (else the working directory) and the app cache, resolved.
+    (Remembered per command line, environment and working directory: every page run asks.)"""
     env = os.environ if environ is None else environ
-    roots = default_roots(server_data_roots(argv) or None, environ=env)
+    args = tuple(sys.argv[1:] if argv is None else argv)
+    names = (DATA_ROOT_ENV, APP_CACHE_ENV, DEMO_DIR_ENV)
+    return _roots(args, tuple(env.get(k) for k in names), os.getcwd())
+
+
+@functools.lru_cache(maxsize=32)
+def _roots(argv: tuple[str, ...], values: tuple[str | None, ...], cwd: str) -> tuple[Path, ...]:
+    env = {k: v for k, v in zip((DATA_ROOT_ENV, APP_CACHE_ENV, DEMO_DIR_ENV), values) if v is not None}
+    roots = default_roots(server_data_roots(argv) or None, environ=env, cwd=cwd)
     return tuple(dict.fromkeys([*roots, app_cache_dir(env)]))
 
 
