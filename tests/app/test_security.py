@@ -17,6 +17,7 @@ from ov3d_app import cache, sources, ui
 from ov3d_core.errors import InputError
 from tests.app import hostile
 from tests.app.conftest import PAGES
+from tests.app.test_pages import app
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 SECRET = "s3cr3t-Zx81"
@@ -93,17 +94,6 @@ def test_image_and_asset_paths_outside_the_roots_read_as_missing(outside, mini_c
 
 
 # ================================================================================================ pages
-def app(page=None, **query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page is not None:
-        at.switch_page(page)
-        at.run()
-    return at
-
-
 def shown_texts(at: AppTest) -> list[str]:
     """Every string of the run that Streamlit renders as markdown: text elements, messages, labels, options."""
     out = []
