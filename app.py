@@ -4,12 +4,15 @@
 protocol, score threshold, lab-meeting tools), publishes the page context and runs the selected page. Every page
 lives in ``app_pages/`` and is registered here explicitly.
 
-Run: ``streamlit run app.py`` (the demo benchmark is built on first start). ``OV3D_DEMO_DIR`` points the demo
-source at another folder (the tests use a tiny demo).
+Run: ``streamlit run app.py`` (the demo benchmark is built on first start). A shared server names the folders it
+serves: ``streamlit run app.py -- --data-root /data/lab`` (repeatable; or ``$OV3D_DATA_ROOT``); configs, data and
+images are read only from those, the demo and the app's cache (``ov3d_app.sources``). ``OV3D_DEMO_DIR`` points the
+demo source at another folder (the tests use a tiny demo).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -22,20 +25,31 @@ HERE = Path(__file__).parent
 CSS = HERE / "assets" / "style.css"
 
 
-def _progress_adapter(bar):
-    """A progress callback for ``ensure_demo`` that accepts (fraction[, message]) or (done, total[, message])."""
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
-    def progress(*args, **kw):
-        msg = kw.get("message") or next((a for a in args if isinstance(a, str)), "")
-        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
-        frac = 0.0
-        if len(nums) >= 2 and nums[1]:
-            frac = nums[0] / nums[1]
-        elif nums:
-            frac = float(nums[0])
-        bar.progress(min(max(frac, 0.0), 1.0), text=f"Building the demo benchmark (first start only) {msg}")
 
-    return progress
+def _wait_for_demo() -> str:
+    """The demo's config; on the server's first start, the shared build's progress until it is ready (every
+    session shows the same build; closing the tab does not stop it)."""
+    bar = None
+    while True:
+        s = cache.demo_status()
+        if s.error is not None:
+            raise s.error
+        if s.path is not None:
+            if bar is not None:
+                bar.empty()
+            return s.path
+        left = f"about {_duration(s.eta)} left" if s.eta is not None else "estimating the time left"
+        text = (f"Building the demo benchmark (first start of this server only): {s.fraction:.0%} · "
+                f"{ui.md(s.message)} · {_duration(s.elapsed)} so far, {left}")
+        if bar is None:
+            bar = st.progress(s.fraction, text=text)
+        else:
+            bar.progress(s.fraction, text=text)
+        time.sleep(0.5)
 
 
 def _source_config() -> str | None:
@@ -43,24 +57,21 @@ def _source_config() -> str | None:
     if ui.get("source") == "config":
         path = (ui.get("config_path") or "").strip()
         if not path:
-            st.info("Type the path of a benchmark config (YAML) in the sidebar, or switch back to the demo.")
+            st.info("Type the path of a benchmark config (YAML) in the sidebar, upload files or scan a folder on "
+                    "the **Data source** page, or switch back to the demo.")
             return None
         return path
-    ready = cache.demo_ready()
-    if ready:
-        return ready
-    bar = st.progress(0.0, text="Building the demo benchmark (first start only)…")
-    try:
-        return cache.ensure_demo_config(progress=_progress_adapter(bar))
-    finally:
-        bar.empty()
+    return cache.demo_ready() or _wait_for_demo()
 
 
 def _sidebar_source() -> None:
     st.sidebar.radio("Data", S.SOURCES, format_func={"demo": "Demo benchmark", "config": "Benchmark config"}.get,
-                     horizontal=True, **ui.bind("source"))
+                     horizontal=True, **ui.bind("source", on_change=ui.switch_source))
     if ui.get("source") == "config":
-        st.sidebar.text_input("Config file (YAML)", placeholder="/path/to/benchmark.yaml", **ui.bind("config_path"))
+        st.sidebar.text_input("Config file (YAML)", placeholder="/path/to/benchmark.yaml",
+                              **ui.bind("config_path", on_change=ui.switch_source))
+    st.sidebar.page_link(ui.PAGE_FILE["data"], label="Your own data: upload or scan a folder",
+                         icon=":material/upload_file:")
 
 
 def _sidebar_selection(cat: dict) -> None:
@@ -94,7 +105,7 @@ def _sidebar_lab_meeting() -> None:
         views = ui.get("saved_views") or []
         for i, v in enumerate(views):
             c1, c2 = st.columns([5, 1])
-            if c1.button(f"{i + 1}. {v['title']}", key=f"view_go_{i}", width="stretch"):
+            if c1.button(f"{i + 1}. {ui.md(v['title'])}", key=f"view_go_{i}", width="stretch"):
                 _go_to_view(i)
             if c2.button("", key=f"view_rm_{i}", icon=":material/close:", help="Unpin"):
                 ui.set_state(saved_views=[w for j, w in enumerate(views) if j != i], view_idx=0)
@@ -121,7 +132,8 @@ def _presentation_bar() -> None:
     if c1.button("Previous", icon=":material/arrow_back:", disabled=not views, key="pres_prev"):
         _go_to_view(i - 1)
     title = f"{i + 1} / {len(views)} · {views[i % len(views)]['title']}" if views else "No pinned views"
-    c2.markdown(f"<div class='ov3d-view-title'>{title}</div>", unsafe_allow_html=True)
+    with c2.container(key="ov3d-view-title"):  # styled through its key's CSS class (assets/style.css)
+        st.markdown(ui.md(title))
     if c3.button("Next", icon=":material/arrow_forward:", disabled=not views, key="pres_next"):
         _go_to_view(i + 1)
     if c4.button("Exit presentation", icon=":material/close_fullscreen:", key="pres_exit"):
@@ -158,15 +170,18 @@ def main() -> None:
                 cfg_key=key, dataset=ds, runs=tuple(S.active_runs(st.session_state, list(all_runs))),
                 all_runs=all_runs, protocol=ui.get("protocol"), min_score=float(ui.get("min_score")),
                 iou=float(ui.get("iou")))
-            if ui.get("source") == "demo":
-                st.sidebar.caption(f"Demo benchmark · {cat['name']}")
-    except InputError as exc:
-        st.error(str(exc), icon=":material/error:")
+            where = "Demo benchmark" if ui.get("source") == "demo" else Path(key.rsplit("::", 1)[0]).name
+            st.sidebar.caption(f"{ui.md(where)} · {ui.md(cat['name'])}")
+    except Exception as exc:  # noqa: BLE001 - a bad source is a message, never a traceback
+        ui.show_error(exc)
     _sidebar_lab_meeting()
     if presenting:
         _presentation_bar()
     ui.sync_query_params()  # sidebar and callback changes (a page may st.stop() before the end)
-    nav.run()
+    try:
+        nav.run()
+    except Exception as exc:  # noqa: BLE001 - whatever a page did not catch: a message, never a traceback
+        ui.show_error(exc, "This page")
     ui.sync_query_params()  # changes the page made
     ctx = st.session_state.get("_ctx")
     if ctx is not None:

@@ -56,19 +56,19 @@ def _gallery(ctx, run: str, cm, cell: tuple[str, str], level: str, matched_gt: n
         total = len(pairs)
         examples = [(int(r.image_id), int(r.gt_row), int(r.pred_row), float(r.iou))
                     for r in pairs.head(GALLERY).itertuples()]
-    st.subheader(f"{gt_name} → {pred_name}: {total} example{'s' if total != 1 else ''}")
+    st.subheader(f"{ui.md(gt_name)} → {ui.md(pred_name)}: {total} example{'s' if total != 1 else ''}")
     if not examples:
         st.info("No examples in this cell.")
         return
     cols = st.columns(6)
     for k, (image_id, g, p, iou) in enumerate(examples):
         with cols[k % 6]:
-            path = b.image_path(ctx.dataset, image_id)
+            path = cache.readable(b.image_path(ctx.dataset, image_id))
             box = ds.gt.box2d[g] if p is None else pred.box2d[p]
-            if path is not None and path.exists() and np.all(np.isfinite(box)) and box[2] > box[0]:
-                st.image(cache.thumbnail(str(path), tuple(float(v) for v in box)), width="stretch")
-            cap = f"GT **{ds.gt.category[g]}**"
-            cap += f" → **{pred.category[p]}** {pred.score[p]:.2f} · IoU {iou:.2f}" if p is not None else " · missed"
+            if path is not None and np.all(np.isfinite(box)) and box[2] > box[0]:
+                st.image(cache.thumbnail(path, tuple(float(v) for v in box)), width="stretch")
+            cap = f"GT **{ui.md(ds.gt.category[g])}**"
+            cap += f" → **{ui.md(pred.category[p])}** {pred.score[p]:.2f} · IoU {iou:.2f}" if p is not None else " · missed"
             st.caption(f"image {image_id} · {cap}")
             if st.button("Open", key=f"open_{k}", icon=":material/open_in_new:", width="stretch"):
                 _open(image_id, run, p, g)

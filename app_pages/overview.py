@@ -6,6 +6,8 @@ lead to the scene inspector filtered to the matching detections.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -47,7 +49,7 @@ def _open_scene(category: str | None, run: str | None, errors: list[str]):
 
 
 def _metrics(rec) -> None:
-    st.markdown(f"**{rec['run']}** on **{rec['dataset']}** · {ctx.protocol} protocol")
+    st.markdown(f"**{ui.md(rec['run'])}** on **{ui.md(rec['dataset'])}** · {ctx.protocol} protocol")
     cols = st.columns(5)
     cols[0].metric("mAP3D", f"{rec['AP3D']:.2f}")
     cols[1].metric("AP3D@15", f"{rec['AP3D@15']:.2f}")
@@ -69,16 +71,17 @@ with ui.guard("The leaderboard"):
     slot = st.empty()
     rows = []
     failed = []
+    started = time.perf_counter()
     for ds, run in cache.leaderboard_pairs(ctx.cfg_key, None if everywhere else (ctx.dataset,)):
         try:
             rows.append(A.leaderboard_row(ctx.view(run, dataset=ds)))
         except InputError as exc:  # one broken run file: the others still load
-            failed.append((ds, run, str(exc)))
+            failed.append((ds, run, ui.error_text(exc)))
             continue
-        if len(rows) % 5 == 1:  # rows appear while the others are scored (first start: files are parsed)
+        if len(rows) % 5 == 1 and time.perf_counter() - started > 0.5:  # rows appear while the others are scored
             slot.dataframe(pd.DataFrame(rows, columns=SHOWN), hide_index=True)
     for ds, run, msg in failed:
-        st.error(f"Run **{run}** on {ds} could not be loaded: {msg}", icon=":material/error:")
+        st.error(f"Run **{ui.md(run)}** on {ui.md(ds)} could not be loaded: {ui.md(msg)}", icon=":material/error:")
     board = pd.DataFrame(rows)[SHOWN] if rows else pd.DataFrame(columns=SHOWN)
     shown = board.drop(columns=["in_domain"]) if board["in_domain"].isna().all() else board
     if not shown["n_out_of_vocabulary"].any():
@@ -91,14 +94,15 @@ with ui.guard("The leaderboard"):
     notes = [(r, about.get(f"{r}@{ctx.dataset}", "")) for r in ctx.all_runs]
     if any(d for _, d in notes):
         with st.expander("About the runs"):
-            st.markdown("\n".join(f"- **{r}**: {d}" for r, d in notes if d))
+            st.markdown("\n".join(f"- **{ui.md(r)}**: {ui.md(d)}" for r, d in notes if d))
 
 with ui.guard("Per-category AP"):
     if ctx.runs:
-        st.subheader(f"Per-category AP3D on {ctx.dataset}")
-        pc = A.per_category_runs(ctx.view(), ctx.runs)
+        st.subheader(f"Per-category AP3D on {ui.md(ctx.dataset)}")
+        pc = cache.per_category_runs(ctx.cfg_key, ctx.view(), ctx.runs)
         cat = ui.get("category")
-        fig = bars.category_bars(pc, "AP3D", highlight=cat, height=420)
+        fig = cache.shared(("category_bars", ctx.cfg_key, ctx.view(), ctx.runs, cat),  # one figure per server
+                           lambda: bars.category_bars(pc, "AP3D", highlight=cat, height=420))
         st.caption("Click a bar to select that category and run. Missing bars: no ground truth of that class.")
         ui.plot(fig, "cat_bars", on_select=_on_bar, export_name=f"per_category_{ctx.dataset}")
         if cat:
@@ -106,15 +110,15 @@ with ui.guard("Per-category AP"):
             row = pc[(pc["category"] == cat) & (pc["run"] == run)]
             n_gt = int(row["n_gt"].iloc[0]) if len(row) and "n_gt" in row else None
             ap = float(row["AP3D"].iloc[0]) if len(row) else np.nan
-            st.markdown(f"**{cat}** · {run}: AP3D {ap:.1f}" + (f" · {n_gt} GT" if n_gt is not None else ""))
+            st.markdown(f"**{ui.md(cat)}** · {ui.md(run)}: AP3D {ap:.1f}" + (f" · {n_gt} GT" if n_gt is not None else ""))
             c1, c2, c3 = st.columns(3)
-            if c1.button(f"All {cat} boxes", key="go_all", icon=":material/view_in_ar:"):
+            if c1.button(f"All {ui.md(cat)} boxes", key="go_all", icon=":material/view_in_ar:"):
                 _open_scene(cat, run, [])
                 st.switch_page("app_pages/scene.py")
-            if c2.button(f"False positives of {cat}", key="go_fp", icon=":material/error:"):
+            if c2.button(f"False positives of {ui.md(cat)}", key="go_fp", icon=":material/error:"):
                 _open_scene(cat, run, ["FP", "mislabelled"])
                 st.switch_page("app_pages/scene.py")
-            if c3.button(f"Missed {cat}", key="go_fn", icon=":material/search_off:"):
+            if c3.button(f"Missed {ui.md(cat)}", key="go_fn", icon=":material/search_off:"):
                 _open_scene(cat, run, ["FN"])
                 st.switch_page("app_pages/scene.py")
         with st.expander("Per-category table"):
@@ -130,6 +134,8 @@ with ui.guard("The three-axis breakdown"):
                              help=f"Remap every run that can be remapped ({enc_name}) under the 15 preset templates "
                                   "on every dataset: 1 − mean CV of mAP3D. The same numbers `ov3d report --encoder` "
                                   "writes.")
+    if with_prompts:
+        cache.check_encoder(spec)  # a checkpoint that is not on disk: a message at once, no download attempt
     cv = A.prompt_cv(ctx.view(), spec) if with_prompts else None
     tr = A.transfer(ctx.view(), prompt_cv=cv)
     st.caption("Geometry: mean 3D class-agnostic recall; semantics: mean mAP3D; domain: out-of-domain / in-domain "
@@ -140,7 +146,8 @@ with ui.guard("The three-axis breakdown"):
             "cross_domain_ratio": "Domain: out / in mAP3D"}
     if with_prompts:
         axes["prompt_robustness"] = "Prompts: 1 − CV"
-    fig = bars.three_axis_chart(tr["three_axis"], axes)
+    fig = cache.shared(("three_axis", ctx.cfg_key, ctx.view(), spec if with_prompts else None),
+                       lambda: bars.three_axis_chart(tr["three_axis"], axes))
     ui.plot(fig, "three_axis", export_name="three_axis")
     st.dataframe(tr["three_axis"], hide_index=True, placeholder=MISSING,
                  column_config=ui.fmt_table(tr["three_axis"], percent=("semantic", "semantic_in_domain",

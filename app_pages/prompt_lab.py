@@ -37,6 +37,7 @@ with ui.guard("The prompt lab"):
 
     all_templates = tpl_mod.load_templates()
     spec = cache.encoder_spec()
+    cache.check_encoder(spec)  # a checkpoint that is not on disk: a message at once, no download attempt
     if spec == "proxy":
         st.warning("Encoder: **demo stand-in** (sentence embeddings of the demo's crop captions, not SigLIP). It "
                    "exercises the pipeline on the synthetic demo; its numbers say nothing about a real VLM. Set "
@@ -46,7 +47,7 @@ with ui.guard("The prompt lab"):
         st.caption(f"Encoder: `{spec[3:]}`")
     runs = [r for r in A.remappable_runs(ctx.dataset, spec) if r in ctx.all_runs]
     if not runs:
-        st.info(f"No run on {ctx.dataset} can be remapped with this encoder: the demo stand-in needs a run with a "
+        st.info(f"No run on {ui.md(ctx.dataset)} can be remapped with this encoder: the demo stand-in needs a run with a "
                 "`crops:` file in the benchmark config; a real encoder (OV3D_ENCODER) crops the images itself.")
         st.stop()
 
@@ -117,14 +118,14 @@ with ui.guard("The prompt lab"):
     detail = A.summary(tview)
     row = table.set_index("template").loc[tsel]
     d = st.columns(3)
-    d[0].metric(f"mAP3D with {tsel}", f"{detail.get('AP3D', np.nan):.2f}")
+    d[0].metric(f"mAP3D with {ui.md(tsel)}", f"{detail.get('AP3D', np.nan):.2f}")
     d[1].metric("Boxes kept", f"{int(row['n_kept'])}")
     d[2].metric("Recall3D@15", f"{detail.get('recall3D@15', np.nan):.3f}")
     pc = A.per_category(tview).assign(run=f"{run}* {tsel}")
     ui.plot(bars.category_bars(pc, "AP3D", height=360), "pl_cat", export_name=f"prompt_{tsel}_per_category")
 
     flips = A.label_flips(view, tsel, chosen)
-    st.markdown(f"**Label flips relative to {tsel}** (a kept box whose top-1 class changes under another template)")
+    st.markdown(f"**Label flips relative to {ui.md(tsel)}** (a kept box whose top-1 class changes under another template)")
     pcf = flips.per_class()
     st.dataframe(pcf, hide_index=True)
     ui.export_table(pcf, f"label_flips_{run}_{tsel}", "pl_flips")
@@ -150,7 +151,7 @@ with ui.guard("The prompt lab"):
 
         ranks = A.label_ranks(tview)
         mr = median_rank(ranks["rank"].to_numpy())
-        st.markdown(f"**Rank of the correct label** (FG-OVD) under {tsel}: 1 = the GT class scores highest for the "
+        st.markdown(f"**Rank of the correct label** (FG-OVD) under {ui.md(tsel)}: 1 = the GT class scores highest for the "
                     "box covering it (3D IoU > 0.5); the worst rank when no box covers it.")
         c = st.columns(3)
         c[0].metric("Median rank", f"{mr['median']:.1f}" if np.isfinite(mr["median"]) else "—")

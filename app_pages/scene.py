@@ -125,7 +125,7 @@ with ui.guard("The scene inspector"):
     n3.button("Next", icon=":material/arrow_forward:", on_click=_step, args=(images, 1), width="stretch")
     image_id = int(ui.get("image_id"))
     n4.markdown(f"**{images.index(image_id) + 1} / {len(images)}** filtered images · {len(all_images)} in "
-                f"{ctx.dataset}")
+                f"{ui.md(ctx.dataset)}")
 
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
     rows = boxes[boxes["image_id"] == image_id]
@@ -164,7 +164,7 @@ with ui.guard("The scene inspector"):
             fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"],
                                 image_scale=scale, fig_height=fig_h, display_width=col_px, show_legend=False)
             with col:
-                st.markdown(f"**{run or 'ground truth'}** · {counts.get(run, '')}")
+                st.markdown(f"**{ui.md(run or 'ground truth')}** · {counts.get(run, '')}")
                 key = f"img_{run}"
                 ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")
 

@@ -45,8 +45,8 @@ with ui.guard("Class-split sensitivity"):
                                              title=f"mAP3D over {s['n_subsets']} random {s['subset_size']}-class "
                                                    f"subsets · {run}")
             ui.plot(fig, "split_hist", export_name=f"class_split_{run}")
-            st.caption(f"Adverse classes: {', '.join(s['bottom_classes'])}. "
-                       f"Favourable classes: {', '.join(s['top_classes'])}.")
+            st.caption(f"Adverse classes: {ui.md(', '.join(s['bottom_classes']))}. "
+                       f"Favourable classes: {ui.md(', '.join(s['top_classes']))}.")
         else:
             st.info(f"Only {s['n_classes']} classes have ground truth here; a {s['subset_size']}-class subset needs "
                     "more. Lower 'Classes per subset'.")

@@ -5,71 +5,126 @@
   once for all sessions, so nothing here re-composes a metric or a view recipe.
 - ``cache_data``: names, image tables, box tables for drawing, point clouds, image data URIs and thumbnails.
 
-``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read. Pages call these functions and render
-what they return; nothing here draws. Heavy modules (open3d, torch, transformers) are imported inside the functions
-that need them.
+``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read. Every file a page reads (the config,
+the files it names, image, depth and point files) lies inside ``sources.allowed_roots()``, checked after symlinks;
+refusals name only a basename. Pages call these functions and render what they return; nothing here draws. Heavy
+modules (open3d, torch, transformers) are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ov3d_app import sources
 from ov3d_core.errors import InputError
+from ov3d_core.io.paths import DEMO_DIR_ENV, check_under_roots, demo_dir, is_under_roots
+from ov3d_core.io.yaml_safe import Kind
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 #: Environment variable naming the folder of the demo benchmark (tests point it at a tiny demo).
-DEMO_ENV = "OV3D_DEMO_DIR"
+DEMO_ENV = DEMO_DIR_ENV
 #: Environment variable with a Hugging Face checkpoint for the prompt lab (else the demo proxy encoder).
 ENCODER_ENV = "OV3D_ENCODER"
 
 
-
 # ================================================================================================ data source
+@dataclass(frozen=True)
+class DemoStatus:
+    """Where the server's one demo build stands: ``path`` of its benchmark.yaml once ready, or the ``error``."""
+
+    fraction: float = 0.0
+    message: str = ""
+    elapsed: float = 0.0
+    path: str | None = None
+    error: BaseException | None = None
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, extrapolated from the progress so far (None until there is enough of it)."""
+        if self.path is not None or self.fraction < 0.03 or self.elapsed < 3:
+            return None
+        return self.elapsed * (1 - self.fraction) / self.fraction
+
+
 _demo_lock = threading.Lock()
-_demo_done: dict[str, str] = {}
-
-
-def demo_dir() -> Path:
-    """Where the demo benchmark lives: ``$OV3D_DEMO_DIR`` or ``data/demo`` in the repository."""
-    env = os.environ.get(DEMO_ENV)
-    return Path(env).expanduser().resolve() if env else REPO / "data" / "demo"
+_demo: dict[str, dict] = {}  # demo folder -> {"t0", "fraction", "message", "path", "error"}
 
 
 def demo_ready() -> str | None:
-    """The demo's ``benchmark.yaml`` if it was already ensured by this process (no disk work), else None."""
-    return _demo_done.get(str(demo_dir()))
+    """The demo's ``benchmark.yaml`` if this process already found or built it (no disk work), else None."""
+    state = _demo.get(str(demo_dir()))
+    return state["path"] if state else None
 
 
-def ensure_demo_config(progress: Callable | None = None) -> str:
-    """Build the demo if needed (``ov3d_core.demo.ensure_demo``; once per process) and return its config path."""
+def demo_status(start: bool = True) -> DemoStatus:
+    """The demo build of this server: found at once when it is on disk and current, else built once per process in
+    a background thread (its worker processes do the rendering), whatever happens to the session that started it.
+    Every session polls the same status. A failed build is reported once and retried on the next call."""
     out = demo_dir()
     key = str(out)
     with _demo_lock:
-        if key in _demo_done:
-            return _demo_done[key]
+        state = _demo.get(key)
+        if state is None:
+            if not start:
+                return DemoStatus()
+            state = _demo[key] = {"t0": time.perf_counter(), "fraction": 0.0, "message": "starting", "path": None,
+                                  "error": None}
+            worker = threading.Thread(target=_build_demo, args=(out, state), name="ov3d-demo-build", daemon=True)
+            worker.start()
+            worker.join(0.5)  # a demo already on disk is found within this: no progress bar flashes
+        snap = DemoStatus(state["fraction"], state["message"], time.perf_counter() - state["t0"], state["path"],
+                          state["error"])
+        if snap.error is not None:
+            del _demo[key]
+        return snap
+
+
+def _build_demo(out: Path, state: dict) -> None:
+    def progress(fraction: float, message: str) -> None:
+        state["fraction"], state["message"] = float(fraction), str(message)
+
+    try:
         import ov3d_core.demo as demo
-        folder = Path(demo.ensure_demo(out, progress=progress))
-        cfg = folder / "benchmark.yaml"
+
+        cfg = Path(demo.ensure_demo(out, progress=progress)) / "benchmark.yaml"
         if not cfg.is_file():
-            raise InputError(str(cfg), None, None, "the demo's benchmark.yaml", "no such file")
-        _demo_done[key] = str(cfg)
-        return _demo_done[key]
+            raise InputError(cfg.name, None, None, "the demo's benchmark.yaml", Kind("no such file"))
+        state["path"] = str(cfg)
+    except Exception as exc:  # noqa: BLE001 - shown by the session that polls next
+        state["error"] = exc
+
+
+def ensure_demo_config() -> str:
+    """The demo's benchmark.yaml, waiting for the build when there is one (scripts and benchmarks)."""
+    while True:
+        s = demo_status()
+        if s.error is not None:
+            raise s.error
+        if s.path is not None:
+            return s.path
+        time.sleep(0.2)
 
 
 def config_key(path: str | Path) -> str:
-    """``"<resolved path>::<mtime_ns>"`` of a benchmark config (InputError when it does not exist)."""
-    p = Path(path).expanduser()
+    """``"<resolved path>::<mtime_ns>"`` of a benchmark config inside the allowed roots (``InputError`` naming the
+    basename when it is outside them, whether it exists or not, or when it is not an existing file)."""
+    p = check_under_roots(Path(path).expanduser(), sources.allowed_roots(), what="a benchmark config")
     if not p.is_file():
-        raise InputError(str(p), None, None, "an existing benchmark config file (YAML)", "no such file")
-    p = p.resolve()
+        raise InputError(p.name or "the path", None, None, "an existing benchmark config file (YAML)",
+                         Kind("no such file"))
     return f"{p}::{p.stat().st_mtime_ns}"
 
 
@@ -77,18 +132,45 @@ def _path_of(cfg_key: str) -> str:
     return cfg_key.rsplit("::", 1)[0]
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def analysis(cfg_key: str):
     """The ``Analysis`` of a config: shared by every session of the server (it is thread-safe, loads its files lazily
-    and memoises every result per ``View`` once for all sessions)."""
+    and memoises every result per ``View`` once for all sessions). Every path the config names must lie inside the
+    allowed roots."""
     from ov3d_core.analysis import Analysis
 
-    return Analysis.from_yaml(_path_of(cfg_key))
+    return Analysis.from_yaml(_path_of(cfg_key), allowed_roots=sources.allowed_roots())
 
 
 def benchmark(cfg_key: str):
     """The ``Benchmark`` (files, geometry) behind :func:`analysis`."""
     return analysis(cfg_key).benchmark
+
+
+def readable(path: str | Path | None) -> str | None:
+    """``path`` (resolved) when it is an existing file inside the allowed roots, else None (outside the roots it
+    is treated as missing, so a page never tells which files exist elsewhere)."""
+    if path is None:
+        return None
+    p = Path(path)
+    if not is_under_roots(p, sources.allowed_roots()):
+        return None
+    p = p.resolve()
+    return str(p) if p.is_file() else None
+
+
+def failures(cfg_key: str) -> list[tuple[str, str, Exception]]:
+    """(dataset, run, error) of every run whose files fail to load. Like ``Analysis.failures`` but keeping the
+    error itself, so that the page can word it (``ui.error_text``: basename, no file content), and counting any
+    error, not only ``InputError``, as a failure of that run alone."""
+    b = benchmark(cfg_key)
+    out = []
+    for spec in b.config.runs.values():
+        try:
+            b.run(spec.name, spec.dataset)
+        except Exception as exc:  # noqa: BLE001 - listed with its message; the other runs still load
+            out.append((spec.dataset, spec.name, exc))
+    return out
 
 
 _warm_lock = threading.Lock()
@@ -124,6 +206,47 @@ def catalog(cfg_key: str) -> dict:
     return {"name": b.config.name, "datasets": b.dataset_names,
             "runs": {d: b.run_names(d) for d in b.dataset_names},
             "descriptions": {f"{r.name}@{r.dataset}": r.description for r in b.config.runs.values()}}
+
+
+# ================================================================================================ shared per server
+_shared_lock = threading.Lock()
+_shared: OrderedDict[tuple, object] = OrderedDict()
+_building: dict[tuple, threading.Event] = {}
+SHARED_ITEMS = 256
+
+
+def shared(key: tuple, build: Callable[[], T]) -> T:
+    """One value per ``key`` for the whole server: the tables and figures every session of a view shows, built
+    once (the first session builds, the others wait for it) and then handed to every session as the same object,
+    which must treat it as read-only (``ui.plot`` copies a figure before it changes one). The last
+    ``SHARED_ITEMS`` keys are kept. ``key`` should start with the config key, so an edited config builds anew."""
+    while True:
+        with _shared_lock:
+            if key in _shared:
+                _shared.move_to_end(key)
+                return _shared[key]
+            event = _building.get(key)
+            if event is None:
+                event = _building[key] = threading.Event()
+                break
+        event.wait()
+    try:
+        value = build()
+        with _shared_lock:
+            _shared[key] = value
+            while len(_shared) > SHARED_ITEMS:
+                _shared.popitem(last=False)
+        return value
+    finally:
+        with _shared_lock:
+            _building.pop(key, None)
+        event.set()  # a failed build lets a waiting session try (and fail with its own message)
+
+
+def per_category_runs(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
+    """``Analysis.per_category_runs`` shared by every session (read-only)."""
+    return shared(("per_category_runs", cfg_key, view, tuple(runs)),
+                  lambda: analysis(cfg_key).per_category_runs(view, runs))
 
 
 # ================================================================================================ datasets
@@ -198,9 +321,8 @@ def image_meta(cfg_key: str, dataset: str, image_id: int) -> dict:
     if row < 0:
         raise InputError(str(b.config.path), f"dataset {dataset}", "image_id", "an image of the dataset", image_id)
     rec = ds.images.iloc[row]
-    path = b.image_path(dataset, image_id)
     return {"K": ds.K[row], "width": int(rec["width"]), "height": int(rec["height"]),
-            "path": str(path) if path is not None and Path(path).exists() else None}
+            "path": readable(b.image_path(dataset, image_id))}
 
 
 # ================================================================================================ 3D
@@ -212,8 +334,9 @@ def point_cloud(cfg_key: str, dataset: str, image_id: int, budget: int = 60_000)
 
     b = benchmark(cfg_key)
     meta = image_meta(cfg_key, dataset, image_id)
-    return scene_points(meta["K"], depth=b.asset_path(dataset, "depth", image_id),
-                        points=b.asset_path(dataset, "points", image_id), image=meta["path"],
+    # readable(): asset paths outside the allowed roots read as missing
+    return scene_points(meta["K"], depth=readable(b.asset_path(dataset, "depth", image_id)),
+                        points=readable(b.asset_path(dataset, "points", image_id)), image=meta["path"],
                         image_size=(meta["width"], meta["height"]), budget=int(budget))
 
 
@@ -223,7 +346,25 @@ def image_uri(path: str, max_side: int = 1600) -> tuple[str, int, int, float]:
     """An image file as a JPEG data URI for the overlay: ``(uri, width, height, scale)`` (``viz.encode_image``)."""
     from ov3d_core.viz.image_overlay import encode_image
 
-    return encode_image(path, max_side=max_side)
+    with _image_errors(path):
+        return encode_image(path, max_side=max_side)
+
+
+@contextlib.contextmanager
+def _image_errors(path: str):
+    """``InputError`` (naming the file's basename and the GT field) for a ``file_path`` that is no readable image."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        yield
+    except InputError:
+        raise
+    except Image.DecompressionBombError:
+        raise InputError(Path(path).name, None, "file_path", "an image of at most ~180 megapixels",
+                         Kind("a bigger one")) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        raise InputError(Path(path).name, None, "file_path", "an image file (JPEG, PNG, ...) that can be read",
+                         Kind("a file that is not one")) from None
 
 
 # ================================================================================================ thumbnails
@@ -232,7 +373,8 @@ def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160
     """A PNG crop of ``box`` (x1, y1, x2, y2 pixels, padded by ``pad`` of its size) from an image file."""
     from PIL import Image, ImageDraw
 
-    im = Image.open(path).convert("RGB")
+    with _image_errors(path):
+        im = Image.open(path).convert("RGB")
     x1, y1, x2, y2 = box
     w, h = max(x2 - x1, 1.0), max(y2 - y1, 1.0)
     cx1, cy1 = max(0.0, x1 - pad * w), max(0.0, y1 - pad * h)
@@ -253,3 +395,29 @@ def encoder_spec() -> str:
     """``hf:<checkpoint>`` when ``$OV3D_ENCODER`` is set, else the demo proxy."""
     env = os.environ.get(ENCODER_ENV, "").strip()
     return env if env.startswith("hf:") else (f"hf:{env}" if env else "proxy")
+
+
+def check_encoder(spec: str) -> None:
+    """``InputError`` at once (no network) when ``spec`` names a Hugging Face checkpoint that is neither a local
+    folder nor in the local Hugging Face cache: loading it would try to download it (minutes of retries offline).
+    A cached checkpoint is then loaded without contacting the hub (``HF_HUB_OFFLINE``)."""
+    if not spec.startswith("hf:"):
+        return
+    name = spec[3:].strip()
+    if Path(name).expanduser().is_dir():
+        return
+    found = None
+    if name and not Path(name).is_absolute() and name.count("/") <= 1:
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            found = try_to_load_from_cache(name, "config.json")
+        except ValueError:  # not a valid repository id
+            found = None
+    if isinstance(found, str):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        return
+    raise InputError(ENCODER_ENV, None, "encoder", "a checkpoint on this machine: a local model folder "
+                     f"({ENCODER_ENV}=hf:/path/to/siglip2-base-patch16-224) or one already in the Hugging Face cache "
+                     "(run `huggingface-cli download <checkpoint>` once where there is network, then restart the app)",
+                     Kind("a checkpoint that is not on disk (the app does not download models)"))

@@ -97,6 +97,11 @@ KEYS: tuple[Key, ...] = (
     Key("view_idx", 0, "int", None, lo=0, doc="position in the pinned views"),
 )
 
+#: Keys that name things of one benchmark (its dataset, runs, a class, an image, a box): back to their defaults when
+#: the user switches the data source, so that nothing of the previous benchmark is carried over.
+BENCHMARK_KEYS: tuple[str, ...] = ("dataset", "runs", "category", "focus_run", "image_id", "f_classes", "f_run",
+                                   "highlight", "conf_classes", "conf_cell")
+
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
 BY_QUERY: dict[str, Key] = {k.query: k for k in KEYS if k.query}
 #: The URL-mirrored keys, in table order.
@@ -106,6 +111,11 @@ URL_KEYS: tuple[str, ...] = tuple(k.name for k in KEYS if k.query)
 def defaults() -> dict[str, Any]:
     """A fresh dict with every key's default (lists copied)."""
     return {k.name: copy.deepcopy(k.default) for k in KEYS}
+
+
+def benchmark_defaults() -> dict[str, Any]:
+    """The defaults of ``BENCHMARK_KEYS`` (what a switch of data source resets)."""
+    return {name: copy.deepcopy(BY_NAME[name].default) for name in BENCHMARK_KEYS}
 
 
 # ------------------------------------------------------------------------------------------------ encode / decode

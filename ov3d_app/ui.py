@@ -5,12 +5,19 @@ State lives under the canonical keys of ``ov3d_app.state``. A widget never owns 
 gives it its own key (``w:<name>[:suffix]``) initialised from the canonical value, and its ``on_change`` copies
 the value back. Writing a canonical key anywhere (a click on a chart, a pinned view, a test) therefore updates
 every widget bound to it on the next run, and page-local widgets survive page switches.
+
+A widget that was not drawn in the previous run is (re)mounted by the browser, which shows only what the server
+sends with it; ``bind`` then hands it the canonical value again. (A run that ends in ``st.stop()`` keeps stale
+widget values in the session, so "the key is still there" does not mean the browser still shows it.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import streamlit as st
@@ -20,6 +27,8 @@ from ov3d_core.errors import InputError
 
 _W = "w:"
 _SYNC = "s:"
+_SEEN = "b:"          # the run in which a widget was last bound
+_RUN = "_ov3d_run"    # script runs of this session (app.py's ``init_state`` counts them)
 
 #: Pages: file, title, icon, url path (app.py registers them in this order; the first is the default).
 PAGES = (
@@ -32,6 +41,7 @@ PAGES = (
     ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),
     ("app_pages/errors.py", "Error breakdown", ":material/troubleshoot:", "errors"),
     ("app_pages/splits.py", "Splits & transfer", ":material/call_split:", "splits"),
+    ("app_pages/data_source.py", "Data source", ":material/folder_open:", "data"),
 )
 PAGE_FILE = {url: f for f, _, _, url in PAGES}
 PAGE_TITLE = {url: t for _, t, _, url in PAGES}
@@ -39,8 +49,9 @@ PAGE_TITLE = {url: t for _, t, _, url in PAGES}
 
 # ================================================================================================ state
 def init_state() -> None:
-    """Once per session: defaults, overridden by the URL's query parameters."""
+    """Every run (counted); once per session: defaults, overridden by the URL's query parameters."""
     ss = st.session_state
+    ss[_RUN] = ss.get(_RUN, 0) + 1
     if ss.get("_ov3d_init"):
         return
     from_url = S.query_to_state(st.query_params.to_dict())
@@ -62,6 +73,12 @@ def set_state(**values) -> None:
         st.session_state[k] = v
 
 
+def switch_source(**source) -> None:
+    """Switch the data source (``source``, ``config_path``) and forget the selection of the previous benchmark
+    (``state.BENCHMARK_KEYS``); the protocol, threshold, IoU and page settings stay."""
+    set_state(**S.benchmark_defaults(), **source)
+
+
 def _copy_back(name: str, wkey: str) -> None:
     value = st.session_state[wkey]
     st.session_state[name] = value
@@ -76,9 +93,12 @@ def bind(name: str, suffix: str = "", on_change: Callable | None = None) -> dict
     ss = st.session_state
     wkey = f"{_W}{name}{suffix}"
     sync = _SYNC + wkey
-    if wkey not in ss or sync not in ss or ss[sync] != ss.get(name):
+    run = ss.get(_RUN, 0)
+    mounted = ss.get(_SEEN + wkey) in (run, run - 1)  # drawn in this run (a fragment) or the previous one
+    if not mounted or wkey not in ss or ss.get(sync) != ss.get(name):
         ss[wkey] = ss.get(name)
     ss[sync] = ss.get(name)
+    ss[_SEEN + wkey] = run
 
     def cb():
         _copy_back(name, wkey)
@@ -159,18 +179,79 @@ def need_context() -> Context:
         st.info("No benchmark is loaded. Choose the demo or a benchmark config in the sidebar.")
         st.stop()
     if not ctx.all_runs:
-        st.info(f"Dataset **{ctx.dataset}** has no runs (prediction files) in this benchmark config.")
+        st.info(f"Dataset **{md(ctx.dataset)}** has no runs (prediction files) in this benchmark config.")
     return ctx
 
 
-# ================================================================================================ errors
+# ================================================================================================ text and errors
+_MD_INLINE = re.compile(r"([\\*_\[\]<>~:$|])")
+_MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
+
+
+_MD_CODE = re.compile(r"(`+)(.+?)\1")
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|www)(?=\\?://|\.)")  # GFM links bare URLs: a word joiner stops it
+
+
+def _escape(text: str) -> str:
+    return _AUTOLINK.sub("\\1\u2060", _MD_INLINE.sub(r"\\\1", text))
+
+
+def md(text: Any) -> str:
+    """``text`` (a name or message from a file or the URL) escaped for Streamlit markdown, on one line: shown as
+    typed, never as a link (bare URLs included), image, colour directive, formula, heading, list or HTML. Use it
+    for every piece of data in a markdown string, label or message. Code spans (``\`...\```) are kept: they render
+    their text literally."""
+    one = " ".join(str(text).splitlines())
+    parts, last = [], 0
+    for m in _MD_CODE.finditer(one):
+        parts += [_escape(one[last:m.start()]), m.group(0)]
+        last = m.end()
+    parts.append(_escape(one[last:]))
+    return _MD_LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
+                                                       else m.group(2) + "\\"), "".join(parts), count=1)
+
+
+def _safe_got(got: Any) -> Any:
+    """What an error may say it found: a kind (``Kind``, from the loaders), numbers, short lists of numbers;
+    anything else (a string or structure read from a file) only as its kind, never its text."""
+    from ov3d_core.io.config import kind_of
+    from ov3d_core.io.yaml_safe import Kind
+
+    number = (int, float)
+    if got is None or isinstance(got, Kind) or (isinstance(got, number) and not isinstance(got, bool)):
+        return got
+    if isinstance(got, (list, tuple)) and len(got) <= 16 and all(isinstance(v, number) for v in got):
+        return got
+    return kind_of(got)
+
+
+def error_text(exc: BaseException) -> str:
+    """The one-line message of an error for the page: an ``InputError`` names the file by its basename only (the
+    server's folders stay private) and what it found by kind, not by its text (``_safe_got``); anything else says
+    only its type (the traceback goes to the server log)."""
+    if isinstance(exc, InputError):
+        name = None if exc.file is None else (Path(exc.file).name or exc.file)
+        return str(InputError(name, exc.record, exc.field, exc.expected, _safe_got(exc.got)))
+    return f"an unexpected error ({type(exc).__name__}); the server log has the details"
+
+
+def show_error(exc: BaseException, what: str = "") -> None:
+    """``st.error`` with :func:`error_text` (escaped); unexpected errors are logged with their traceback."""
+    if not isinstance(exc, InputError):
+        logging.getLogger("ov3d_app").error("%s failed", what or "a page", exc_info=exc)
+    text = md(error_text(exc))
+    st.error(f"{md(what)}: {text}" if what else text, icon=":material/error:")
+
+
 @contextlib.contextmanager
 def guard(what: str = ""):
-    """Show user-input errors as ``st.error`` (file, record, field); the rest of the page goes on."""
+    """Show errors as ``st.error`` and go on with the rest of the page: user-input errors with their message
+    (file, record, field), anything else without a traceback (it is logged). Streamlit's own control flow
+    (``st.stop``, ``st.rerun``, page switches) is not an ``Exception`` and passes through."""
     try:
         yield
-    except InputError as exc:
-        st.error(f"{what}: {exc}" if what else str(exc), icon=":material/error:")
+    except Exception as exc:  # noqa: BLE001 - a page shows a message, never a traceback
+        show_error(exc, what)
 
 
 def page_header(title: str, intro: str) -> None:
@@ -215,19 +296,96 @@ def _deferred(fn, *args, **kw):
     return make
 
 
+#: Plotly's pseudo-HTML that does more than format text: links and inline styles.
+_PLOTLY_ACTIVE = re.compile(r"<(?=\s*/?\s*(?:a|span)\b)", re.IGNORECASE)
+_TRACE_TEXT = ("name", "text", "hovertext")
+
+
+def _inert(value):
+    """A string (or a list of them) with Plotly links and styles shown as text (``<`` as the entity ``&lt;``)."""
+    if isinstance(value, str):
+        return _PLOTLY_ACTIVE.sub("&lt;", value)
+    if isinstance(value, (list, tuple)) or (hasattr(value, "dtype") and getattr(value, "dtype", None) == object):
+        return [_inert(v) for v in value]
+    return value
+
+
+def _has_active(values) -> bool:
+    try:
+        return any(isinstance(v, str) and _PLOTLY_ACTIVE.search(v) for v in values)
+    except TypeError:
+        return False
+
+
+def _active_axes(fig) -> dict[str, set]:
+    """Category axes whose names hold Plotly links or styles: axis reference -> its category names."""
+    axes: dict[str, set] = {}
+    for tr in fig.data:
+        for dim in ("x", "y"):
+            vals = tr[dim] if dim in tr else None
+            if vals is not None and len(vals) and isinstance(vals[0], str) and _has_active(vals):
+                ref = (tr[f"{dim}axis"] if f"{dim}axis" in tr else None) or dim
+                axes.setdefault(ref, set()).update(v for v in vals if isinstance(v, str))
+    return axes
+
+
+def _texts(fig):
+    for tr in fig.data:
+        for prop in _TRACE_TEXT:
+            if prop in tr and tr[prop] is not None:
+                v = tr[prop]
+                yield from ([v] if isinstance(v, str) else v if isinstance(v, (list, tuple)) else ())
+    if fig.layout.title and fig.layout.title.text:
+        yield fig.layout.title.text
+    for ann in fig.layout.annotations or ():
+        if ann.text:
+            yield ann.text
+
+
+def inert_figure(fig):
+    """``fig``, or a copy of it with the names it shows (category ticks, trace names and texts, titles,
+    annotations) unable to carry a link or a style: Plotly renders ``<a href>`` and ``<span style>`` in text, and
+    names come from files and URLs. The data (``x``, ``y``, ``customdata``) is unchanged, so selections still
+    return the real names; a category axis whose names hold such markup gets the escaped names as tick labels.
+    A figure without such markup is returned as it is (figures may be shared between sessions)."""
+    axes = _active_axes(fig)
+    if not axes and not _has_active(_texts(fig)):
+        return fig
+    import plotly.graph_objects as go
+
+    fig = go.Figure(fig)
+    for tr in fig.data:
+        for prop in _TRACE_TEXT:
+            if prop in tr and tr[prop] is not None:
+                tr[prop] = _inert(tr[prop])
+    for ref, cats in axes.items():
+        name = ref[0] + "axis" + ref[1:]
+        cats = sorted(cats)
+        fig.layout[name].update(tickmode="array", tickvals=cats, ticktext=[_inert(c) for c in cats])
+    if fig.layout.title and fig.layout.title.text:
+        fig.layout.title.text = _inert(fig.layout.title.text)
+    for ann in fig.layout.annotations or ():
+        if ann.text:
+            ann.text = _inert(ann.text)
+    return fig
+
+
 def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str | None = None, static_fig=None,
          selection_mode=("points",), width: str = "stretch", config: dict | None = None) -> None:
     """``st.plotly_chart`` with the class palette kept (``theme=None``) and an export popover (``config``: extra
-    plotly.js config, e.g. ``plotGlPixelRatio`` for a WebGL scene)."""
+    plotly.js config, e.g. ``plotGlPixelRatio`` for a WebGL scene). ``fig`` is not changed (it may be a figure
+    shared by every session, ``cache.shared``)."""
     kw: dict = {"theme": None, "key": key, "width": width,
                 "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"], **(config or {})}}
     if get("presentation"):
+        import plotly.graph_objects as go
+
         from ov3d_core.viz.style import presentation
 
-        presentation(fig)  # charts as well as text
+        fig = presentation(go.Figure(fig))  # charts as well as text, on a copy: the figure may be shared
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
-    st.plotly_chart(fig, **kw)
+    st.plotly_chart(inert_figure(fig), **kw)
     if export_name:
         export_figure(fig, export_name, key, static_fig=static_fig)
 

@@ -198,11 +198,27 @@ def _process_chunk(seed: int, render_images: bool, stage, dims_table, task) -> l
                                             dims_table=dims_table, json_records=True)) for i in indices]
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int | None = None) -> None:
     """Process workers: the generator allocates millions of short-lived acyclic objects, so rarer cyclic-GC passes
-    save a few percent (workers only: the parent's settings are left alone)."""
+    save a few percent (workers only: the parent's settings are left alone). A worker also exits when the build's
+    process is gone (killed, or its server stopped), instead of idling on as an orphan."""
     threshold = gc.get_threshold()
     gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+    if parent is not None:
+        import threading
+
+        threading.Thread(target=_exit_without, args=(parent,), name="ov3d-parent-watch", daemon=True).start()
+
+
+def _exit_without(parent: int) -> None:
+    while True:
+        time.sleep(2.0)
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # alive (owned by another user after a pid reuse: cannot be ours, but harmless)
+            pass
 
 
 def _canonical(bodies: list[dict]) -> list[dict]:
@@ -281,15 +297,25 @@ class _DatasetWriter:
             w.close()
 
 
+def _cpus() -> int:
+    """CPUs this process may use (its affinity mask, e.g. a container's limit), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def _plan(total: int, annotations_only: bool, workers: int | None) -> tuple[str, int, int]:
-    """(pool kind, workers, images per task). Rendering uses threads (ray casting and large numpy operations
-    release the GIL); annotations-only builds are pure Python, so big ones use processes."""
-    cpus = os.cpu_count() or 1
+    """(pool kind, workers, images per task). Both kinds of build use worker processes when there is more than one
+    CPU and the build is big enough to pay for starting them: scene building, shading and annotation are Python
+    that holds the GIL, so threads overlap little of it. Rendering workers start from a fresh server process
+    (``forkserver``), so a parent that already runs threads (the app's server) is never forked."""
+    cpus = _cpus()
     if annotations_only:
         n = (2 if total >= 600 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
         return ("process" if n > 1 else "serial"), n, 50
-    n = (2 if total >= 24 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
-    return ("thread" if n > 1 else "serial"), n, 1
+    n = (min(cpus, 8) if total >= 24 and cpus >= 2 else 1) if workers is None else max(1, int(workers))
+    return ("render-process" if n > 1 else "serial"), n, 1
 
 
 def _chunks(images: int, size: int) -> list[range]:
@@ -304,13 +330,17 @@ def _run_tasks(kind: str, n: int, fn, tasks: list):
         return
     from concurrent import futures
 
-    if kind == "thread":
-        ex = futures.ThreadPoolExecutor(n)
-    else:
-        import multiprocessing as mp
+    import multiprocessing as mp
 
-        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-        ex = futures.ProcessPoolExecutor(n, mp_context=mp.get_context(method), initializer=_worker_init)
+    methods = mp.get_all_start_methods()
+    if kind == "render-process":
+        method = "forkserver" if "forkserver" in methods else "spawn"
+    else:
+        method = "fork" if "fork" in methods else "spawn"
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["ov3d_core.demo.build"])
+    ex = futures.ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
     with ex:
         yield from ex.map(fn, tasks)
 
@@ -320,8 +350,8 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
                workers: int | None = None) -> dict:
     """Generate the benchmark into ``out`` (replacing a previous demo build there); returns the manifest.
 
-    ``workers``: parallel workers (default: 2 on a multi-core machine for builds big enough to pay off, else 1;
-    threads when rendering, processes for big annotations-only builds). The output does not depend on it."""
+    ``workers``: parallel worker processes (default: one per CPU, at most 8, for rendered builds big enough to pay
+    off; 2 for big annotations-only builds; else 1). The output does not depend on it."""
     out = Path(out)
     images = int(images)
     if not 1 <= images <= MAX_IMAGES:

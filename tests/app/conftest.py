@@ -5,6 +5,7 @@ the hand-written mini benchmark (``minibench``), each in a temporary folder. The
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,24 @@ TINY_IMAGES = 4
 PAGES = ("app_pages/overview.py", "app_pages/scene.py", "app_pages/grid.py", "app_pages/curves.py",
          "app_pages/confusion.py", "app_pages/prompt_lab.py", "app_pages/oracle.py", "app_pages/errors.py",
          "app_pages/splits.py")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def app_roots(tmp_path_factory):
+    """The app reads only from its allowed roots (``ov3d_app.sources``): here the test's temporary folders and the
+    repository (``OV3D_DATA_ROOT``), with the app cache (uploads, written configs) in a temporary folder."""
+    from ov3d_app.sources import APP_CACHE_ENV, DATA_ROOT_ENV
+
+    base = tmp_path_factory.getbasetemp()
+    saved = {k: os.environ.get(k) for k in (DATA_ROOT_ENV, APP_CACHE_ENV)}
+    os.environ[DATA_ROOT_ENV] = os.pathsep.join([str(base), str(Path(__file__).resolve().parents[2])])
+    os.environ[APP_CACHE_ENV] = str(tmp_path_factory.mktemp("app_cache"))
+    yield base
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture(scope="session")

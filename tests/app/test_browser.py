@@ -8,10 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -37,35 +34,10 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tiny_demo, tmp_path_factory):
     """A Streamlit server on a free port serving app.py on the tiny demo; always terminated."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    env = dict(os.environ, OV3D_DEMO_DIR=str(tiny_demo), PYTHONUNBUFFERED="1")
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+    from tests.app.live import serve  # (live imports this module's helpers)
+
+    with serve(tmp_path_factory.mktemp("server") / "streamlit.log", env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
