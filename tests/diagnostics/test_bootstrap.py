@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ov3d_core.analysis import Analysis
 from ov3d_core.diagnostics.bootstrap import (BootstrapResult, ImageResamples, _ap_streams, bca_interval,
                                              benjamini_hochberg, bootstrap_matching, bootstrap_recall,
                                              bootstrap_score, holm, leaderboard, paired_comparison,
@@ -16,7 +17,6 @@ from ov3d_core.eval.ap import APInputs, APParams, evaluate_inputs, fixed_matchin
 from ov3d_core.eval.labels import gt_codes, label_view_from_names
 from ov3d_core.eval.pairs import compute_pairs
 from ov3d_core.eval.recall import recall_for_view
-from ov3d_core.eval.scoring import score_run
 from ov3d_core.model import Dataset, Run
 from tests.eval.factories import random_scene
 
@@ -152,11 +152,12 @@ def _dataset_and_run(seed=11, n_images=25):
 
 def test_bootstrap_score_reports_the_runscore_numbers():
     ds, run = _dataset_and_run()
-    sc = score_run(ds, run, compute_pairs(ds.gt, run.pred))
+    A = Analysis.from_objects(ds, [run])
+    sc = A.score(A.view())
     b = bootstrap_score(ds, run, sc, n_resamples=200, seed=0, ods=True)
     obs = dict(zip(b.metrics, b.observed))
     for k, v in sc.summary.items():
-        assert obs[k] == pytest.approx(v, rel=1e-12, abs=1e-12) or (np.isnan(v) and np.isnan(obs[k])), k
+        np.testing.assert_allclose(obs[k], v, rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=k)
     ods = evaluate_distance_view(ds.gt, run.pred, sc.view).summary()
     assert obs["ODS"] == pytest.approx(ods["ODS"], rel=1e-12)
     assert obs["ODS_canonical"] == pytest.approx(ods["ODS_canonical"], rel=1e-12)

@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ov3d_core.analysis import Analysis
 from ov3d_core.diagnostics.mining import (cross_class_false_positives, depth_errors, missed_by_all, object_view,
                                           oracle_gain, rank_images, run_disagreement)
 from ov3d_core.eval.ap import evaluate_view
 from ov3d_core.eval.pairs import compute_pairs
 from ov3d_core.eval.protocols import target_aware_view
-from ov3d_core.eval.scoring import score_run
 from ov3d_core.model import Dataset, Run
 from tests.diagnostics.scenes import make_boxes
 
@@ -43,10 +43,9 @@ def bench():
     images = pd.DataFrame({"image_id": [1, 2, 3, 4], "width": 1280, "height": 720,
                            "file_path": ["1.png", "2.png", "3.png", "4.png"], "dataset_id": 0})
     ds = Dataset(name="hand", images=images, K=np.tile(np.eye(3), (4, 1, 1)), vocabulary=VOCAB, gt=gt)
-    entries = {}
-    for name, rows in (("A", RUN_A), ("B", RUN_B)):
-        run = Run(name=name, dataset="hand", pred=_boxes(rows, score=True))
-        entries[name] = (run, score_run(ds, run, compute_pairs(gt, run.pred)))
+    runs = [Run(name=name, dataset="hand", pred=_boxes(rows, score=True)) for name, rows in (("A", RUN_A), ("B", RUN_B))]
+    A = Analysis.from_objects(ds, runs)
+    entries = {r.name: (r, A.score(A.view(run=r.name))) for r in runs}
     return ds, entries
 
 
