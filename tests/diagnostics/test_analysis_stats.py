@@ -18,8 +18,7 @@ VOCAB = ("car", "chair", "table", "lamp")
 B = 150
 
 
-@pytest.fixture(scope="module")
-def analysis():
+def _analysis(proximity: bool = False) -> Analysis:
     rng = np.random.default_rng(5)
     gt, pred_a = random_scene(rng, n_images=30)
     # a second run: the same boxes with other scores and a quarter of the labels changed
@@ -30,19 +29,33 @@ def analysis():
     ids = np.unique(np.r_[gt.image_id, pred_a.image_id, [9001, 9002]])  # two images without boxes
     images = pd.DataFrame({"image_id": ids, "width": 1280, "height": 720, "file_path": [f"{i}.png" for i in ids],
                            "dataset_id": 0})
-    ds = Dataset(name="syn", images=images, K=np.tile(np.eye(3), (len(ids), 1, 1)), vocabulary=VOCAB, gt=gt)
+    ds = Dataset(name="syn", images=images, K=np.tile(np.eye(3), (len(ids), 1, 1)), vocabulary=VOCAB, gt=gt,
+                 proximity=proximity)
     return Analysis.from_objects(ds, [Run(name="a", dataset="syn", pred=pred_a),
                                       Run(name="b", dataset="syn", pred=pred_b)])
 
 
-def test_bootstrap_observed_numbers_are_the_views_numbers(analysis):
+@pytest.fixture(scope="module")
+def analysis():
+    return _analysis()
+
+
+@pytest.fixture(scope="module")
+def analysis_proximity():
+    return _analysis(proximity=True)
+
+
+@pytest.mark.parametrize("which", ["analysis", "analysis_proximity"])
+def test_bootstrap_observed_numbers_are_the_views_numbers(which, request):
+    analysis = request.getfixturevalue(which)
     v = analysis.view(run="a")
     b = analysis.bootstrap(v, n_resamples=B, seed=3, ods=True)
     f = b.to_frame().set_index("metric")
     for k, val in analysis.summary(v).items():
         np.testing.assert_allclose(f.loc[k, "value"], val, rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=k)
-    ods = analysis.distance_table(v)["summary"]
+    ods = analysis.distance_table(v)["summary"]  # with the dataset's proximity flag, as the bootstrap
     assert f.loc["ODS", "value"] == pytest.approx(ods["ODS"], rel=1e-12)
+    assert f.loc["ODS_canonical", "value"] == pytest.approx(ods["ODS_canonical"], rel=1e-12)
     np.testing.assert_allclose(b.per_category_frame()["value"].to_numpy(),
                                analysis.per_category(v)["AP3D"].to_numpy(), rtol=1e-12, equal_nan=True)
     # every image of the GT file is resampled, the two without boxes too
