@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import streamlit as st
 
 from ov3d_app import state as S
@@ -323,7 +324,11 @@ def _active_axes(fig) -> dict[str, set]:
     for tr in fig.data:
         for dim in ("x", "y"):
             vals = tr[dim] if dim in tr else None
-            if vals is not None and len(vals) and isinstance(vals[0], str) and _has_active(vals):
+            if isinstance(vals, np.ndarray) and vals.dtype.kind not in "OUS":
+                continue  # numbers (plotly may also hold them as a typed-array dict: skipped below)
+            if not isinstance(vals, (list, tuple, np.ndarray)):
+                continue
+            if len(vals) and isinstance(vals[0], str) and _has_active(vals):
                 ref = (tr[f"{dim}axis"] if f"{dim}axis" in tr else None) or dim
                 axes.setdefault(ref, set()).update(v for v in vals if isinstance(v, str))
     return axes

@@ -143,3 +143,18 @@ def test_error_messages_name_the_basename_and_never_the_content(tiny_demo, outsi
         errors = [e.value for e in at.error]
         assert errors and all(SECRET not in e and str(cfg.parent) not in e for e in errors), errors
         assert any(ui.md(cfg.name) in e for e in errors)
+
+
+def test_inert_figure_escapes_markup_and_leaves_typed_arrays_alone():
+    """Names with Plotly links become text; numeric data held as plotly's typed-array dicts (a figure rebuilt from
+    ``to_dict()``, as the 3D view's memo does) is not read as names, and a figure without markup is not copied."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    bar = go.Figure(go.Bar(x=['<a href="https://x.example">a</a>', "b"], y=[1, 2]))
+    safe = ui.inert_figure(bar)
+    assert safe is not bar and safe.layout.xaxis.ticktext[0].startswith("&lt;a")
+    assert list(safe.data[0].x) == list(bar.data[0].x)  # selections still return the real names
+    pts = go.Figure(go.Figure(go.Scatter3d(x=np.arange(3.0), y=np.arange(3.0), z=np.arange(3.0))).to_dict())
+    assert isinstance(pts.data[0].x, dict)
+    assert ui.inert_figure(pts) is pts

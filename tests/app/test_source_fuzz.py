@@ -204,11 +204,13 @@ def test_one_broken_run_does_not_blank_the_benchmark(tiny_demo, cases):
 
 def test_a_bfloat16_pth_is_refused_by_name_and_the_other_runs_still_score(tiny_demo, cases):
     """bfloat16 keeps 8 bits of mantissa (a 30 m depth to ~0.1 m): the run is refused with the tensor kind named
-    rather than scored on rounded boxes; the loaders' own tests hold the message (tests/io/test_loud_inputs.py)."""
+    rather than scored on rounded boxes (the CLI message names the kind: tests/io/test_loud_inputs.py)."""
     cfg = next(cfg for case, cfg, *_ in cases if case == "pth-bfloat16")
     at = _visit(cfg, OVERVIEW)
     assert not at.exception
-    assert any("bf16.pth" in e.value and "bfloat16" in e.value for e in at.error), [e.value for e in at.error]
+    # the app names what it found by kind, never file text (so "got a string"), and says what it expected
+    assert any("bf16.pth" in e.value and "score" in e.value and "tensor of a numpy dtype" in e.value
+               for e in at.error), [e.value for e in at.error]
     board = at.dataframe[0].value
     assert "bf16" not in set(board["run"]) and "good" in set(board["run"])
 
