@@ -650,7 +650,8 @@ def _num(v):
     return v
 
 
-def _records(df: pd.DataFrame) -> list[dict]:
+def json_records(df: pd.DataFrame) -> list[dict]:
+    """The rows of a table as JSON-ready dicts (NaN as None, numpy scalars as Python numbers)."""
     return [{k: _num(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
 
 
@@ -697,9 +698,9 @@ def build_report(a, options: ReportOptions | None = None, *, progress: Callable 
     summary = {
         "benchmark": cfg.name, "config": str(cfg.path) if cfg.path else None,
         "options": asdict(options), "datasets": datasets, "runs": runs,
-        "super_category_pooled": _records(pooled)[0] if len(pooled) else None,
-        "transfer_per_run": _records(tables["transfer_per_run"]),
-        "three_axis": _records(tables["three_axis"]), "notes": notes}
+        "super_category_pooled": json_records(pooled)[0] if len(pooled) else None,
+        "transfer_per_run": json_records(tables["transfer_per_run"]),
+        "three_axis": json_records(tables["three_axis"]), "notes": notes}
     return Report(benchmark=cfg.name, config=summary["config"], options=options, tables=tables,
                   summary=summary, notes=notes)
 
