@@ -93,6 +93,18 @@ def ci_json(frame, key: str, n_resamples: int, seed: int) -> dict:
             for r in frame.to_dict(orient="records")}
 
 
+def undefined_interval_notes(where: str, block: dict, method: str) -> list[str]:
+    """A note naming the numbers that have a value but no interval (BCa: every resample on one side of the value;
+    or too few resamples define it), so that a null interval is never silent."""
+    missing = [k for part in ("ci", "ci_per_category") for k, c in block.get(part, {}).items()
+               if c["value"] is not None and (c["lo"] is None or c["hi"] is None)]
+    if not missing:
+        return []
+    why = ("every resample fell on one side of the value, where BCa is undefined; --ci-method percentile gives one"
+           if method == "bca" else "no resample defines it")
+    return [f"note: {where}: no interval for {len(missing)} number(s) ({', '.join(missing)}): {why}"]
+
+
 def _fmt(v) -> str:
     return "   nan" if v is None else f"{v:6.2f}"
 
@@ -206,6 +218,7 @@ def run(args) -> int:
                                method=args.ci_method)
             block["ci"] = ci_json(boot.to_frame(), "metric", args.resamples, args.seed)
             block["ci_per_category"] = ci_json(boot.per_category_frame(), "category", args.resamples, args.seed)
+            notes += undefined_interval_notes(f"run {spec.name} on {ds.name}", block, args.ci_method)
         result["runs"].setdefault(spec.name, {})[ds.name] = block
     # The documented shape: datasets -> NAME -> numbers (of the first/only run), pooled over datasets per run.
     first_run = specs[0].name if specs else None

@@ -192,3 +192,15 @@ def test_compare_one_prediction_file_needs_protocols(config, tmp_path, capsys):
     res = _run(["compare", *_gt_pred(config), "--cache-dir", str(tmp_path / "c"), "--protocols",
                 "dataset-level,target-aware", "--resamples", "50"], tmp_path)
     assert len(res["comparisons"]) == 1
+
+
+def test_a_number_without_interval_is_named_in_a_note():
+    from ov3d_core.commands.evaluate import undefined_interval_notes
+
+    block = {"ci": {"AP3D": {"value": 12.5, "lo": None, "hi": None}, "AP3D@15": {"value": 20.0, "lo": 15.0,
+                                                                                 "hi": 25.0},
+                    "AP3D-F": {"value": None, "lo": None, "hi": None}},  # no value: nothing to bound
+             "ci_per_category": {"chair": {"value": 50.0, "lo": 40.0, "hi": None}}}
+    (note,) = undefined_interval_notes("run r on d", block, "bca")
+    assert "run r on d: no interval for 2 number(s) (AP3D, chair)" in note and "percentile" in note
+    assert undefined_interval_notes("x", {"ci": {"AP3D": {"value": 1.0, "lo": 0.5, "hi": 2.0}}}, "bca") == []
