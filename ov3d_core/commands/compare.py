@@ -171,7 +171,8 @@ def run(args) -> int:
             head, cat = pc.to_frame(), pc.per_category_frame()
             what = (f"{va.run} under {pc.name_a} - {pc.name_b}" if args.protocols
                     else f"{pc.name_a} - {pc.name_b} ({va.protocol})")
-            print(f"{what} on {va.dataset}: {settings}")
+            print(f"{what} on {va.dataset}: {settings}; headline numbers: one test each, significant: p < "
+                  f"{1 - args.level:g}")
             print("\n".join(_pair_text(head, "metric", pc.name_a, pc.name_b, adjusted=False)))
             n_cat = int(cat["p_value"].notna().sum())
             print(f"  per category: p-values {CORRECTION_TEXT[args.correction]} over {n_cat} categories; "
