@@ -152,6 +152,25 @@ def _tiers_text(df, metric: str) -> list[str]:
     return lines
 
 
+def _geometry(a, runs_on: dict, *, tolerate: bool = False) -> None:
+    """The pair geometry of every (run, dataset) compared, with evaluate's progress bar while it is computed. A run
+    that fails to load is an error (one line), or with ``tolerate`` a note (the tiers leave it out)."""
+    from ov3d_core.commands.evaluate import _PairProgress
+    from ov3d_core.errors import InputError
+
+    for d, runs in runs_on.items():
+        for r in runs:
+            progress = _PairProgress(f"{r}/{d}")
+            try:
+                a.benchmark.pairs(r, d, progress=progress)
+            except InputError as exc:
+                if not tolerate:
+                    raise
+                print(f"note: run {r} on {d} is left out of the tiers: {exc}", file=sys.stderr)
+            finally:
+                progress.close()
+
+
 def run(args) -> int:
     from ov3d_core.analysis import View
     from ov3d_core.commands.evaluate import _analysis
@@ -166,7 +185,9 @@ def run(args) -> int:
     settings = (f"paired image bootstrap, {args.resamples} resamples, seed {args.seed}, {100 * args.level:g}% "
                 f"{args.ci_method} intervals")
     if args.runs or args.protocols or not args.tiers:
-        for va, vb in _pairs(a, args):
+        pairs = _pairs(a, args)
+        _geometry(a, {va.dataset: list(dict.fromkeys((va.run, vb.run))) for va, vb in pairs})
+        for va, vb in pairs:
             pc = a.paired(va, vb, method=args.ci_method, correction=args.correction, **kw)
             head, cat = pc.to_frame(), pc.per_category_frame()
             what = (f"{va.run} under {pc.name_a} - {pc.name_b}" if args.protocols
@@ -185,7 +206,9 @@ def run(args) -> int:
                 "per_category": _keyed_json(cat.drop(columns=["correction"]), "category", pc.name_a, pc.name_b),
                 "correction": args.correction})
     if args.tiers:
-        for d in _datasets(a, args, []):
+        datasets = _datasets(a, args, [])
+        _geometry(a, {d: a.runs(d) for d in datasets}, tolerate=True)
+        for d in datasets:
             t = a.leaderboard_tiers(View(dataset=d, protocol=args.protocol, min_score=args.min_score),
                                     metric=args.metric, correction=args.correction, **kw)
             print(f"{args.metric} tiers on {d} ({args.protocol}): {100 * args.level:g}% BCa intervals, "

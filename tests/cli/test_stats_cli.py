@@ -204,3 +204,15 @@ def test_a_number_without_interval_is_named_in_a_note():
     (note,) = undefined_interval_notes("run r on d", block, "bca")
     assert "run r on d: no interval for 2 number(s) (AP3D, chair)" in note and "percentile" in note
     assert undefined_interval_notes("x", {"ci": {"AP3D": {"value": 1.0, "lo": 0.5, "hi": 2.0}}}, "bca") == []
+
+
+def test_a_run_that_fails_to_load_is_left_out_of_the_tiers_and_refused_in_a_pair(tmp_path, capsys):
+    cfg = build_tiny_benchmark(tmp_path / "b")
+    (tmp_path / "b" / "run_out_indoor_a.json").write_text("{not json")
+    res = _run(["compare", "--benchmark", str(cfg), "--tiers", "--dataset", "indoor_a", "--resamples", "50"],
+               tmp_path)
+    assert [r["run"] for r in res["tiers"]["indoor_a"]] == ["run_in"]
+    assert "note: run run_out on indoor_a is left out of the tiers" in capsys.readouterr().err
+    assert main(["compare", "--benchmark", str(cfg), "--dataset", "indoor_a", "--resamples", "50"]) == 2
+    err = capsys.readouterr().err
+    assert "run_out_indoor_a.json" in err and len(err.strip().splitlines()) == 1
