@@ -12,7 +12,7 @@ import sys
 
 from ov3d_core.errors import InputError
 
-COMMANDS = ("evaluate", "demo", "embed", "remap", "report", "init")
+COMMANDS = ("evaluate", "compare", "demo", "embed", "remap", "report", "init")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -43,7 +43,9 @@ from ov3d_core.analysis import DEFAULT_TEMPLATES, Analysis, RemapSpec, View
 from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY, STATUS_IOU
 from ov3d_core.tables import to_latex, to_markdown
 
-__all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "BOX_TABLES", "report_views", "leaderboard_table", "pivot_table",
+__all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "BOX_TABLES", "CI_TABLES",
+           "PAIRED_TABLES", "MINING_TABLES", "ci_tables", "paired_tables", "mining_tables", "json_records",
+           "report_views", "leaderboard_table", "pivot_table",
            "per_category_table", "protocol_tables", "confusion_tables", "class_split_table", "transfer_tables",
            "tide_tables", "oracle_table", "distance_tables", "semantic_table", "prompt_tables", "box_detail_tables",
            "curve_tables", "report_tables", "build_report", "write_report"]
@@ -72,6 +74,14 @@ class ReportOptions:
             numbers as "local". ``address``: the Ray cluster (None: a local instance).
         boxes: also write the per-prediction and per-GT status tables (``pred_status``, ``gt_status``) at
             ``status_iou`` (large: one row per box).
+        ci: also write the image-bootstrap intervals of every (run, dataset) (``ci``, ``ci_per_category``) and the
+            leaderboard with significance tiers (``tiers``): ``n_resamples`` resamples drawn from ``ci_seed``,
+            ``level``, ``ci_method`` ("bca" or "percentile"); ``correction`` over the tier gaps and the categories of
+            ``paired``.
+        paired: two runs (A, B): also write their paired comparison on every dataset that has both (``paired``,
+            ``paired_per_category``).
+        mine: also write the failure-mining lists (``mining_<kind>``): the ``mine_top`` first images per kind for
+            each run (per dataset for the cross-run kinds).
     """
 
     protocol: str = "dataset-level"
@@ -93,6 +103,15 @@ class ReportOptions:
     status_iou: float = STATUS_IOU
     engine: str = "local"
     address: str | None = None
+    ci: bool = False
+    n_resamples: int = 1000
+    level: float = 0.95
+    ci_method: str = "bca"
+    ci_seed: int = 0
+    correction: str = "holm"
+    paired: tuple[str, str] | None = None
+    mine: bool = False
+    mine_top: int = 10
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -103,6 +122,17 @@ class ReportOptions:
             raise ValueError(f"confusion_iou: expected a value in (0, 1], got {self.confusion_iou}")
         if self.engine not in ("local", "ray"):
             raise ValueError(f"engine: expected 'local' or 'ray', got {self.engine!r}")
+        if self.n_resamples < 1 or self.mine_top < 1:
+            raise ValueError(f"Expected positive n_resamples and mine_top, got {self.n_resamples}, {self.mine_top}")
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"level: expected a value in (0, 1), got {self.level}")
+        if self.paired is not None and (len(self.paired) != 2 or self.paired[0] == self.paired[1]):
+            raise ValueError(f"paired: expected two different runs, got {self.paired!r}")
+
+    @property
+    def bootstrap_kw(self) -> dict:
+        """The resampling keywords of ``Analysis.bootstrap`` / ``paired`` / ``leaderboard_tiers``."""
+        return {"n_resamples": self.n_resamples, "seed": self.ci_seed, "level": self.level}
 
     def view(self, dataset: str, run: str | None = None, **kw) -> View:
         return View(dataset=dataset, run=run, protocol=self.protocol, min_score=self.min_score,
@@ -141,6 +171,25 @@ TABLES: dict[str, TableSpec] = {
     "per_category": TableSpec("Per-category AP", "Tables 3/4 (per class)",
                               "One row per (run, dataset, category): n_gt, n_pred, AP3D and its slices, AR and "
                               "class-agnostic recall of the category's GT."),
+    "ci": TableSpec("Confidence intervals", "(beyond the paper)",
+                    "Per (run, dataset, headline number): the value, its image-bootstrap interval (lo, hi) at the "
+                    "stated level and method, the bootstrap standard error and the resamples where it is defined "
+                    "(Analysis.bootstrap). Written with --ci.", latex=True),
+    "ci_per_category": TableSpec("Confidence intervals per category", "(beyond the paper)",
+                                 "Per (run, dataset, category): AP3D and its image-bootstrap interval. Written with "
+                                 "--ci.", markdown=False),
+    "tiers": TableSpec("Leaderboard with significance tiers", "(beyond the paper)",
+                       "Per dataset, runs ranked by AP3D with their BCa intervals; the gap to the next run with its "
+                       "paired-bootstrap interval and p-value, corrected over the gaps; runs joined by a "
+                       "non-significant gap share a tier (Analysis.leaderboard_tiers). Written with --ci.",
+                       latex=True, latex_drop=("gap_lo", "gap_hi", "p_value")),
+    "paired": TableSpec("Paired comparison of two runs", "(beyond the paper)",
+                        "Per dataset with both runs and headline number: A, B, A - B with its paired image-bootstrap "
+                        "interval and p-value (one test per number) (Analysis.paired). Written with --paired A,B.",
+                        latex=True),
+    "paired_per_category": TableSpec("Paired comparison per category", "(beyond the paper)",
+                                     "Per dataset and category: A - B, its interval, p-value and the p-value "
+                                     "adjusted over the categories (correction column). Written with --paired A,B."),
     "pred_status": TableSpec("Status of every prediction", "(the scene inspector)",
                              "Per (run, dataset, prediction row): image, category, score, status at the status IoU "
                              "(TP / FP / mislabelled / ignored / not evaluated), matched GT row, best 3D IoU with any "
@@ -252,11 +301,31 @@ TABLES: dict[str, TableSpec] = {
 }
 
 
+_MINING_DESCRIPTIONS = {
+    "cross-class": "false positives at the status IoU lying on a GT of another class (well localised, misnamed)",
+    "oracle-gain": "predictions the target-aware oracle removes that were false positives under the dataset-level "
+                   "protocol (what the oracle hides), with the AP3D each image's removal gains",
+    "depth-error": "true positives by absolute depth error |z_pred - z_gt| (m); image value: the largest",
+    "disagreement": "GT localised by several runs under different labels (value: distinct labels - 1)",
+    "missed-by-all": "GT that every run misses at the status IoU",
+}
+for _kind, _text in _MINING_DESCRIPTIONS.items():
+    TABLES[f"mining_{_kind.replace('-', '_')}"] = TableSpec(
+        f"Failure mining: {_kind}", "(beyond the paper)",
+        f"The first images per (run, dataset) by {_text}: rank, image id, the ranking value and the boxes behind "
+        f"it (Analysis.mine). Written with --mine." + (" One list per dataset over every run." if _kind in
+                                                         ("disagreement", "missed-by-all") else ""))
+
 #: Tables that need an encoder (``ReportOptions.encoder``); left out without one.
 PROMPT_TABLES = ("prompt_templates", "prompt_sensitivity", "prompt_consistency", "label_ranks", "vocabulary_curve",
                  "calibration")
 #: Tables written only with ``ReportOptions.boxes``.
 BOX_TABLES = ("pred_status", "gt_status", "pred_details", "gt_details")
+#: Tables written only with ``ReportOptions.ci`` (intervals, tiers) and ``ReportOptions.paired``.
+CI_TABLES = ("ci", "ci_per_category", "tiers")
+PAIRED_TABLES = ("paired", "paired_per_category")
+#: Tables written only with ``ReportOptions.mine``: one per kind of ``Analysis.mine``.
+MINING_TABLES = tuple(f"mining_{k.replace('-', '_')}" for k in _MINING_DESCRIPTIONS)
 
 
 # ==================================================================================================== tables
@@ -502,6 +571,68 @@ def oracle_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
     return _concat(parts)
 
 
+def _datasets_of(views: Sequence[View]) -> list[str]:
+    return list(dict.fromkeys(v.dataset for v in views))
+
+
+def _on_dataset(df: pd.DataFrame, dataset: str, **extra) -> pd.DataFrame:
+    """``df`` with a first ``dataset`` column (then ``extra`` columns): a table of one dataset, not of one run."""
+    df = df.reset_index(drop=True).copy()
+    for i, (k, v) in enumerate({"dataset": dataset, **extra}.items()):
+        df.insert(i, k, v)
+    return df
+
+
+def ci_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """Image-bootstrap intervals of every view (:meth:`Analysis.bootstrap`: ``ci``, ``ci_per_category``) and the
+    leaderboard of every dataset with significance tiers (:meth:`Analysis.leaderboard_tiers`: ``tiers``)."""
+    head, cats = [], []
+    for v in views:
+        b = a.bootstrap(v, method=options.ci_method, **options.bootstrap_kw)
+        head.append(_keyed(b.to_frame(), v))
+        cats.append(_keyed(b.per_category_frame(), v))
+    tiers = [_on_dataset(a.leaderboard_tiers(options.view(d), correction=options.correction, **options.bootstrap_kw),
+                         d, metric="AP3D") for d in _datasets_of(views)]
+    return {"ci": _concat(head), "ci_per_category": _concat(cats), "tiers": _concat(tiers)}
+
+
+def paired_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """A - B of the two runs of ``options.paired`` (:meth:`Analysis.paired`) on every dataset that has both."""
+    if options.paired is None:
+        return {}
+    ra, rb = options.paired
+    head, cats = [], []
+    for d in _datasets_of(views):
+        runs = {v.run for v in views if v.dataset == d}
+        if ra in runs and rb in runs:
+            pc = a.paired(options.view(d, ra), options.view(d, rb), correction=options.correction,
+                          **options.bootstrap_kw)
+            head.append(_on_dataset(pc.to_frame(), d))
+            cats.append(_on_dataset(pc.per_category_frame(), d))
+    return {"paired": _concat(head), "paired_per_category": _concat(cats)}
+
+
+def mining_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
+    """The first ``options.mine_top`` images of every :data:`~ov3d_core.analysis.MINING_KINDS` list
+    (:meth:`Analysis.mine`) per (run, dataset); the cross-run kinds once per dataset (run ``(all)``). The oracle's
+    gain is measured against the dataset-level protocol whatever ``options.protocol`` is."""
+    from ov3d_core.analysis import MINING_KINDS
+
+    out = {}
+    for kind in MINING_KINDS:
+        parts = []
+        if kind in ("disagreement", "missed-by-all"):
+            for d in _datasets_of(views):
+                top = a.mine(options.view(d, a.runs(d)[0]), kind).top(options.mine_top)
+                parts.append(_on_dataset(top, d).assign(run=ALL)[["run", "dataset", *top.columns]])
+        else:
+            for v in views:
+                vk = v.with_(protocol="dataset-level") if kind == "oracle-gain" else v
+                parts.append(_keyed(a.mine(vk, kind).top(options.mine_top), v))
+        out[f"mining_{kind.replace('-', '_')}"] = _concat(parts)
+    return out
+
+
 def distance_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
     """Centre-distance AP / TP errors / ODS per (run, dataset, mode), and per category."""
     rows, per_cat = [], []
@@ -620,6 +751,11 @@ def report_tables(a: Analysis, options: ReportOptions | None = None, *, progress
     tables.update(tide_tables(a, views, options))
     tables["oracles"] = oracle_table(a, views)
     tables.update(distance_tables(a, views, options))
+    if options.ci:
+        tables.update(ci_tables(a, views, options))
+    tables.update(paired_tables(a, views, options))
+    if options.mine:
+        tables.update(mining_tables(a, views, options))
     tables.update(prompt_tables(a, views, options))
     tables.update(transfer_tables(a, options, prompt_cv(a, options) or None))
     return {k: tables[k] for k in TABLES if k in tables}
@@ -650,7 +786,8 @@ def _num(v):
     return v
 
 
-def _records(df: pd.DataFrame) -> list[dict]:
+def json_records(df: pd.DataFrame) -> list[dict]:
+    """The rows of a table as JSON-ready dicts (NaN as None, numpy scalars as Python numbers)."""
     return [{k: _num(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
 
 
@@ -681,6 +818,8 @@ def build_report(a, options: ReportOptions | None = None, *, progress: Callable 
             ("prompt_consistency", "prompt_consistency", ("PCR", "PLC"))):
         for r in tables.get(name, pd.DataFrame()).to_dict(orient="records"):
             runs[r["run"]][r["dataset"]][key] = {k: _num(r[k]) for k in keys if k in r}
+    for r in tables.get("ci", pd.DataFrame()).to_dict(orient="records"):
+        runs[r["run"]][r["dataset"]].setdefault("ci", {})[r["metric"]] = {k: _num(r[k]) for k in ("lo", "hi", "se")}
     sup = tables["confusion_super_summary"]
     for r in sup.to_dict(orient="records"):
         if r["run"] != ALL:
@@ -697,9 +836,9 @@ def build_report(a, options: ReportOptions | None = None, *, progress: Callable 
     summary = {
         "benchmark": cfg.name, "config": str(cfg.path) if cfg.path else None,
         "options": asdict(options), "datasets": datasets, "runs": runs,
-        "super_category_pooled": _records(pooled)[0] if len(pooled) else None,
-        "transfer_per_run": _records(tables["transfer_per_run"]),
-        "three_axis": _records(tables["three_axis"]), "notes": notes}
+        "super_category_pooled": json_records(pooled)[0] if len(pooled) else None,
+        "transfer_per_run": json_records(tables["transfer_per_run"]),
+        "three_axis": json_records(tables["three_axis"]), "notes": notes}
     return Report(benchmark=cfg.name, config=summary["config"], options=options, tables=tables,
                   summary=summary, notes=notes)
 
@@ -740,6 +879,15 @@ def _notes(a: Analysis, tables: dict, options: ReportOptions) -> list[str]:
     if len(few):
         notes.append(f"Class splits are NaN where fewer than {options.subset_size} classes have GT: "
                      + ", ".join(f"{r} on {d}" for r, d in zip(few["run"], few["dataset"])) + ".")
+    if options.ci or options.paired:
+        notes.append(f"Intervals and tests: image bootstrap (the image is the unit), {options.n_resamples} resamples "
+                     f"(seed {options.ci_seed}), {100 * options.level:g}% {options.ci_method} intervals; paired "
+                     f"differences and tier gaps with percentile intervals on the same resamples; per-category and "
+                     f"tier-gap p-values corrected with {options.correction}. Intervals of rare classes and of "
+                     "AP3D@50 on small sets are optimistic (ov3d_core.diagnostics.bootstrap).")
+    if options.mine and options.protocol != "dataset-level":
+        notes.append("mining_oracle_gain is measured against the dataset-level protocol (what the target-aware "
+                     "oracle hides), whatever the report's protocol.")
     notes.append("The target-aware protocol is an evaluation-side filter of cached predictions (drop predictions "
                  "whose class is not annotated in their image); a detector truly prompted per image would also "
                  "change its scores.")
@@ -774,6 +922,12 @@ def _readme_md(report: Report) -> str:
            f"--confusion-iou {o.confusion_iou:g} --tide-fg {o.tide_fg:g} --tide-bg {o.tide_bg:g}")
     if o.encoder is not None:
         cmd += f" --encoder {o.encoder} --score-mode {o.score_mode}" + ("" if o.theta is None else f" --theta {o.theta:g}")
+    if o.ci or o.paired:
+        cmd += ((" --ci" if o.ci else "") + (f" --paired {','.join(o.paired)}" if o.paired else "")
+                + f" --resamples {o.n_resamples} --level {o.level:g} --ci-method {o.ci_method} "
+                  f"--correction {o.correction}")
+    if o.mine:
+        cmd += f" --mine --mine-top {o.mine_top}"
     return "\n".join([
         f"# About this report ({report.benchmark})", "",
         "Written by `ov3d_core.report`; reproduce it with:", "", f"    {cmd}", "",

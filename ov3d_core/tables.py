@@ -17,7 +17,7 @@ __all__ = ["to_markdown", "to_latex", "to_csv", "tex_escape", "header_words", "F
 
 #: Column names holding fractions (0-1) rather than percent.
 FRACTION_COLUMNS = re.compile(r"recall|share|ratio|fraction|diag|geometric|robustness|accuracy|delta_rel|PCR|PLC|"
-                              r"mATE|mAOE|mASE|p_value|iou")
+                              r"mATE|mAOE|mASE|p_value|p_adjusted|iou")
 
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}

@@ -21,3 +21,64 @@ def read_name_list(path: str | Path) -> list[str]:
     except UnicodeDecodeError as exc:
         raise InputError(str(p), f"byte {exc.start}", None, "UTF-8 text", "invalid UTF-8") from None
     return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def add_input_arguments(p) -> None:
+    """The inputs of ``evaluate`` and ``compare``: a benchmark YAML, or GT and prediction files."""
+    p.add_argument("--gt", action="append", default=[], help="Omni3D GT JSON (repeat for several files)")
+    p.add_argument("--pred", action="append", default=[], help="predictions (.json or .pth; repeat for several runs)")
+    p.add_argument("--benchmark", help="a benchmark YAML instead of --gt/--pred: every run on every dataset")
+    p.add_argument("--run-name", action="append", default=[], help="name of each --pred run (in order)")
+    p.add_argument("--format", default="auto",
+                   choices=["auto", "cubercnn-json", "cubercnn-pth", "detany3d-json"])
+    p.add_argument("--category-list", help="file with one category name per line: contiguous id -> name (.pth)")
+    p.add_argument("--categories", help="comma-separated evaluated vocabulary (default: the GT file's categories)")
+
+
+def add_bootstrap_arguments(p, *, method: str | None = "bca", seed: bool = True) -> None:
+    """``--resamples --level`` (``--seed``; ``--ci-method`` unless ``method`` is None) of the image bootstrap.
+    Their defaults are None so that a command can tell whether they were given; :func:`check_bootstrap_args`
+    fills them in (``method``: the default of ``--ci-method``)."""
+    p.add_argument("--resamples", type=int, default=None, help="image bootstrap resamples (default: 1000)")
+    p.add_argument("--level", type=float, default=None, help="confidence level of the intervals (default: 0.95)")
+    if seed:
+        p.add_argument("--seed", type=int, default=None, help="seed of the image resamples (default: 0)")
+    if method is not None:
+        p.add_argument("--ci-method", default=None, choices=["bca", "percentile"],
+                       help=f"interval method (default: {method})")
+    p.set_defaults(_bootstrap_defaults={"resamples": 1000, "level": 0.95, **({"seed": 0} if seed else {}),
+                                        **({"ci_method": method} if method else {})})
+
+
+def check_bootstrap_args(args, *, enabled: bool = True, needs: str = "--ci") -> None:
+    """Check the options of :func:`add_bootstrap_arguments` (InputError: one line, exit 2) and fill in their
+    defaults. ``enabled=False``: the command will not bootstrap, so an option given is refused as needing
+    ``needs`` as well."""
+    import math
+
+    defaults = args._bootstrap_defaults
+    if not enabled:
+        given = [k for k in defaults if getattr(args, k) is not None]
+        if given:
+            raise InputError(None, None, "--" + given[0].replace("_", "-"),
+                             f"given with {needs} (it sets the bootstrap only)", getattr(args, given[0]))
+        return
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.resamples < 1:
+        raise InputError(None, None, "--resamples", "a positive number of resamples", args.resamples)
+    if not (math.isfinite(args.level) and 0.0 < args.level < 1.0):
+        raise InputError(None, None, "--level", "a confidence level in (0, 1), e.g. 0.95", args.level)
+    if "seed" in defaults and args.seed < 0:
+        raise InputError(None, None, "--seed", "a non-negative integer", args.seed)
+
+
+def names_list(text: str | None, option: str) -> list[str]:
+    """A comma-separated option as a list of non-empty, stripped names (InputError when it names nothing)."""
+    if text is None:
+        return []
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise InputError(None, None, option, "comma-separated names", text)
+    return names

@@ -12,24 +12,21 @@ import math
 import sys
 from pathlib import Path
 
+from ov3d_core.commands._common import add_bootstrap_arguments, add_input_arguments, check_bootstrap_args
 from ov3d_core.eval.constants import PROTOCOLS, RECALL_KEY, SUMMARY_KEYS
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="score predictions against Omni3D GT (Omni3D protocol, exact 3D IoU)",
                        description="Score one or more prediction files against one or more GT files.")
-    p.add_argument("--gt", action="append", default=[], help="Omni3D GT JSON (repeat for several files)")
-    p.add_argument("--pred", action="append", default=[], help="predictions (.json or .pth; repeat for several runs)")
-    p.add_argument("--benchmark", help="a benchmark YAML instead of --gt/--pred: every run on every dataset")
-    p.add_argument("--run-name", action="append", default=[], help="name of each --pred run (in order)")
-    p.add_argument("--format", default="auto",
-                   choices=["auto", "cubercnn-json", "cubercnn-pth", "detany3d-json"])
-    p.add_argument("--category-list", help="file with one category name per line: contiguous id -> name (.pth)")
-    p.add_argument("--categories", help="comma-separated evaluated vocabulary (default: the GT file's categories)")
+    add_input_arguments(p)
     p.add_argument("--protocol", default="dataset-level", choices=list(PROTOCOLS))
     p.add_argument("--min-score", type=float, default=0.0, help="drop predictions below this score")
     p.add_argument("--json", dest="json_out", help="write all numbers to this JSON file")
     p.add_argument("--cache-dir", default=".ov3d_cache", help="geometry cache folder")
+    p.add_argument("--ci", action="store_true",
+                   help="image-bootstrap confidence intervals of every number (Analysis.bootstrap)")
+    add_bootstrap_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -87,8 +84,36 @@ class _PairProgress:
             self.bar.close()
 
 
+def ci_json(frame, key: str, n_resamples: int, seed: int) -> dict:
+    """A ``BootstrapResult.to_frame()`` / ``per_category_frame()`` as JSON: name -> {value, lo, hi, se, n_valid,
+    level, method, n_resamples, seed} (NaN as null)."""
+    return {str(r[key]): {"value": _num(r["value"]), "lo": _num(r["lo"]), "hi": _num(r["hi"]), "se": _num(r["se"]),
+                          "n_valid": int(r["n_valid"]), "level": float(r["level"]), "method": str(r["method"]),
+                          "n_resamples": int(n_resamples), "seed": int(seed)}
+            for r in frame.to_dict(orient="records")}
+
+
+def undefined_interval_notes(where: str, block: dict, method: str) -> list[str]:
+    """A note naming the numbers that have a value but no interval (BCa: every resample on one side of the value;
+    or too few resamples define it), so that a null interval is never silent."""
+    missing = [k for part in ("ci", "ci_per_category") for k, c in block.get(part, {}).items()
+               if c["value"] is not None and (c["lo"] is None or c["hi"] is None)]
+    if not missing:
+        return []
+    why = ("every resample fell on one side of the value, where BCa is undefined; --ci-method percentile gives one"
+           if method == "bca" else "no resample defines it")
+    return [f"note: {where}: no interval for {len(missing)} number(s) ({', '.join(missing)}): {why}"]
+
+
 def _fmt(v) -> str:
     return "   nan" if v is None else f"{v:6.2f}"
+
+
+def _interval(c: dict | None, scale: float = 1.0) -> str:
+    if c is None:
+        return ""
+    lo, hi = (None if x is None else scale * x for x in (c["lo"], c["hi"]))
+    return f" [{_fmt(lo).strip()}, {_fmt(hi).strip()}]"
 
 
 def _table(title: str, block: dict) -> str:
@@ -96,8 +121,15 @@ def _table(title: str, block: dict) -> str:
     vals = [block[k] if k != RECALL_KEY or block[k] is None else 100 * block[k] for k in SUMMARY_KEYS]
     row = " ".join(f"{_fmt(v):>11}" for v in vals)
     lines = [head, row + f"   ({RECALL_KEY} in percent here; a fraction in the JSON)"]
-    lines += [f"  {name:<24} AP3D {_fmt(c['AP3D'])}  n_gt {c['n_gt']:>6}  n_pred {c['n_pred']:>7}"
-              for name, c in block["per_category"].items()]
+    ci, ci_cat = block.get("ci"), block.get("ci_per_category") or {}
+    if ci:
+        c0 = next(iter(ci.values()))
+        lines.append(f"  {100 * c0['level']:g}% intervals ({c0['method']}, {c0['n_resamples']} image resamples, "
+                     f"seed {c0['seed']}):")
+        lines += [f"    {k:<12} {_fmt(v).strip():>6}{_interval(ci.get(k), 100 if k == RECALL_KEY else 1)}"
+                  for k, v in zip(SUMMARY_KEYS, vals) if k in ci]
+    lines += [f"  {name:<24} AP3D {_fmt(c['AP3D'])}{_interval(ci_cat.get(name))}  n_gt {c['n_gt']:>6}  "
+              f"n_pred {c['n_pred']:>7}" for name, c in block["per_category"].items()]
     oov = block.get("out_of_vocabulary") or {}
     if oov:
         lines.append(f"  not evaluated (outside the vocabulary): {sum(oov.values())} predictions: "
@@ -120,6 +152,7 @@ def _check_args(args) -> None:
     if args.run_name and len(set(args.run_name)) != len(args.run_name):
         dup = next(n for n in args.run_name if args.run_name.count(n) > 1)
         raise InputError(None, None, "--run-name", "a different name for each run", dup)
+    check_bootstrap_args(args, enabled=getattr(args, "ci", True))
     if args.run_name and args.pred and len(args.run_name) > len(args.pred):
         raise InputError(None, None, "--run-name", f"at most one name per --pred ({len(args.pred)})",
                          len(args.run_name))
@@ -161,6 +194,9 @@ def run(args) -> int:
     a = _analysis(args)
     bench = a.benchmark
     result: dict = {"protocol": args.protocol, "datasets": {}, "runs": {}}
+    if args.ci:  # per run and dataset, not for the pooled numbers
+        result["bootstrap"] = {"unit": "image", "n_resamples": args.resamples, "level": args.level,
+                               "method": args.ci_method, "seed": args.seed}
     specs = list(bench.config.runs.values())
     bar = tqdm(specs, desc="evaluate", unit="run", file=sys.stderr, disable=len(specs) < 2 and not sys.stderr.isatty())
     notes = []
@@ -177,6 +213,12 @@ def run(args) -> int:
             notes.append(f"note: run {spec.name} has no predictions on {ds.name}: every AP is 0")
         subsets = subset_aps(sc.ap, sc.view.vocabulary, dataset_subsets(ds.name, bench.dataset_spec(spec.dataset)))
         block = _block(sc.summary, sc.per_category, a.out_of_vocabulary(v), subsets)
+        if args.ci:
+            boot = a.bootstrap(v, n_resamples=args.resamples, seed=args.seed, level=args.level,
+                               method=args.ci_method)
+            block["ci"] = ci_json(boot.to_frame(), "metric", args.resamples, args.seed)
+            block["ci_per_category"] = ci_json(boot.per_category_frame(), "category", args.resamples, args.seed)
+            notes += undefined_interval_notes(f"run {spec.name} on {ds.name}", block, args.ci_method)
         result["runs"].setdefault(spec.name, {})[ds.name] = block
     # The documented shape: datasets -> NAME -> numbers (of the first/only run), pooled over datasets per run.
     first_run = specs[0].name if specs else None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ov3d_core.commands._common import add_bootstrap_arguments
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -28,6 +30,23 @@ def _iou(text: str) -> float:
     if not 0.0 < v <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
     return v
+
+
+def _check_stats_args(args) -> tuple[str, str] | None:
+    """The bootstrap and mining options (InputError: one line, exit 2); returns ``--paired`` as two run names."""
+    from ov3d_core.commands._common import check_bootstrap_args, names_list
+    from ov3d_core.errors import InputError
+
+    paired = names_list(args.paired, "--paired")
+    if paired and (len(paired) != 2 or paired[0] == paired[1]):
+        raise InputError(None, None, "--paired", "two different runs, A,B", args.paired)
+    stats = args.ci or bool(paired)
+    check_bootstrap_args(args, enabled=stats, needs="--ci or --paired")
+    if args.correction is not None and not stats:
+        raise InputError(None, None, "--correction", "given with --ci or --paired", args.correction)
+    if args.mine_top is not None and not args.mine:
+        raise InputError(None, None, "--mine-top", "given with --mine", args.mine_top)
+    return tuple(paired) if paired else None
 
 
 def register(sub) -> None:
@@ -65,6 +84,18 @@ def register(sub) -> None:
     p.add_argument("--status-iou", type=_iou, default=0.25,
                    help="3D IoU at which boxes are marked TP / FP / FN in those tables (default: 0.25)")
     p.add_argument("--remap-runs", default=None, help="comma-separated runs to remap (default: every remappable run)")
+    p.add_argument("--ci", action="store_true",
+                   help="also write image-bootstrap intervals of every run's numbers (ci, ci_per_category) and the "
+                        "leaderboard with significance tiers (tiers); resampled from --seed")
+    p.add_argument("--paired", default=None, metavar="A,B",
+                   help="also write the paired comparison of two runs on every dataset with both (paired, "
+                        "paired_per_category)")
+    add_bootstrap_arguments(p, seed=False)
+    p.add_argument("--correction", default=None, choices=["holm", "bh", "none"],
+                   help="multiple-comparison control of the tier gaps and per-category differences (default: holm)")
+    p.add_argument("--mine", action="store_true",
+                   help="also write the failure-mining lists (mining_<kind>: top images per kind for each run)")
+    p.add_argument("--mine-top", type=_positive_int, default=None, help="images per mining list (default: 10)")
     p.set_defaults(func=run)
 
 
@@ -88,7 +119,14 @@ def run(args) -> int:
     if args.encoder is not None:
         RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)  # InputError when bad
     runs = None if args.remap_runs is None else tuple(r.strip() for r in args.remap_runs.split(",") if r.strip())
-    options = ReportOptions(protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
+    paired = _check_stats_args(args)
+    stats = {} if not (args.ci or paired) else {
+        "n_resamples": args.resamples, "level": args.level, "ci_method": args.ci_method, "ci_seed": args.seed,
+        "correction": args.correction or "holm"}
+    if args.seed < 0 and stats:
+        raise InputError(None, None, "--seed", "a non-negative integer (it seeds the bootstrap too)", args.seed)
+    options = ReportOptions(ci=args.ci, paired=paired, mine=args.mine, mine_top=args.mine_top or 10, **stats,
+                            protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
                             subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
                             tide_fg=args.tide_fg, tide_bg=args.tide_bg, encoder=args.encoder, theta=args.theta,
                             score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
@@ -97,6 +135,10 @@ def run(args) -> int:
         raise InputError(None, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
     config = a.benchmark.config
+    names = list(dict.fromkeys(s.name for s in config.runs.values()))
+    for r in paired or ():
+        if r not in names:
+            raise InputError(str(config.path), None, "--paired", f"runs of the config {names}", r)
     n = len(config.runs)
 
     def progress(items):

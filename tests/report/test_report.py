@@ -12,7 +12,8 @@ import pytest
 
 from ov3d_core.analysis import Analysis, View
 from ov3d_core.cli import main
-from ov3d_core.report import BOX_TABLES, PROMPT_TABLES, TABLES, ReportOptions, build_report, transfer_tables
+from ov3d_core.report import (BOX_TABLES, CI_TABLES, MINING_TABLES, PAIRED_TABLES, PROMPT_TABLES, TABLES, ReportOptions,
+                              build_report, transfer_tables)
 from ov3d_core.tables import to_latex, to_markdown
 from tests.report.conftest import DATASETS, RUNS, SPLITS, SUBSET, build_tiny_benchmark
 
@@ -38,12 +39,15 @@ def _summary(a: Analysis, run: str, dataset: str, protocol: str = "dataset-level
 def _csv(out: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(out / "csv" / f"{name}.csv")
 
+#: Tables a default report leaves out (they need --encoder, --boxes, --ci, --paired or --mine).
+OPT_IN = PROMPT_TABLES + BOX_TABLES + CI_TABLES + PAIRED_TABLES + MINING_TABLES
+
 
 # ------------------------------------------------------------------------------------------------ files
 def test_every_expected_file_is_written(report_dir):
     expected = {"index.md", "README.md", "summary.json"}
     for name, spec in TABLES.items():
-        if name in PROMPT_TABLES + BOX_TABLES:  # no --encoder, no --boxes: left out
+        if name in OPT_IN:  # no --encoder, --boxes, --ci, --paired, --mine: left out
             assert not (report_dir / "csv" / f"{name}.csv").exists()
             continue
         expected.add(f"csv/{name}.csv")
@@ -70,12 +74,12 @@ def test_index_links_every_table_and_resolves(report_dir):
     for link in links:
         assert (report_dir / link).is_file(), link
     for name in TABLES:
-        assert (f"csv/{name}.csv" in links) == (name not in PROMPT_TABLES + BOX_TABLES)
+        assert (f"csv/{name}.csv" in links) == (name not in OPT_IN)
 
 
 def test_latex_files_are_tabulars_without_raw_nan(report_dir):
     tex = sorted((report_dir / "tex").glob("*.tex"))
-    assert {p.stem for p in tex} == {n for n, s in TABLES.items() if s.latex and n not in PROMPT_TABLES}
+    assert {p.stem for p in tex} == {n for n, s in TABLES.items() if s.latex and n not in OPT_IN}
     for p in tex:
         text = p.read_text()
         assert "\\begin{tabular}" in text and "\\end{tabular}" in text, p.name
