@@ -76,3 +76,16 @@ def test_arrays_example(demo):
     pc = _run(snippet("arrays"), demo, **env)["per_cat"].set_index("category")
     assert pc.loc["car", "AP3D"] == pytest.approx(100.0 * (1 - 1e-12), rel=1e-9)  # the first det is the best
     assert pc.loc["van", "AP3D"] == 0.0 and pc.loc["car", "n_pred"] == 2
+
+
+def test_stats_example(demo):
+    ns = _run(snippet("stats"), demo)
+    a, v, ci, diff = ns["a"], ns["v"], ns["ci"], ns["diff"]
+    ci = ci.set_index("metric")
+    summary = a.summary(v)
+    assert ci.loc["AP3D", "value"] == pytest.approx(summary["AP3D"], rel=1e-12)
+    ok = ci["n_valid"] > 0
+    assert (ci.loc[ok, "lo"] <= ci.loc[ok, "hi"]).all()
+    d = diff.set_index("metric").loc["AP3D", "diff"]
+    assert d == pytest.approx(summary["AP3D"] - a.summary(v.with_(run="detany_like"))["AP3D"], abs=1e-12)
+    pd.testing.assert_frame_equal(ns["fps"], a.mine(v, "cross-class").images.head(5))
