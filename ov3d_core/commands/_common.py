@@ -6,6 +6,17 @@ from pathlib import Path
 
 from ov3d_core.errors import InputError
 
+#: The "file" an argument error names (never ``<input>``).
+CLI = "command line"
+
+
+def check_finite(value, option: str) -> None:
+    """``InputError`` unless ``value`` (a float option, None when not given) is finite: NaN and inf mean nothing."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise InputError(CLI, None, option, "a finite number", value)
+
 
 def read_name_list(path: str | Path) -> list[str]:
     """The non-empty lines of a UTF-8 text file (e.g. a ``--category-list``), stripped."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ov3d_core.commands.embed import add_encoder_args
+from ov3d_core.commands.embed import add_encoder_args, check_args
 
 
 def category_ids_for(dataset, names) -> dict[str, int]:
@@ -33,9 +33,14 @@ def category_ids_for(dataset, names) -> dict[str, int]:
 def run_remap(args) -> int:
     from ov3d_core.analysis import Analysis, RemapSpec, View
     from ov3d_core.benchmark import Benchmark
+    from ov3d_core.commands._common import CLI
+    from ov3d_core.errors import InputError
     from ov3d_core.io.writers import write_cubercnn_json
     from ov3d_core.remap.pipeline import remapped_run
 
+    check_args(args)  # the options shared with `embed` (--chunk-size, --batch-size, --pad, --min-size, --encoder)
+    if not -1.0 <= args.theta <= 1.0:  # NaN fails this too
+        raise InputError(CLI, None, "--theta", "a finite number in [-1, 1] (a probability, or a cosine)", args.theta)
     a = Analysis(Benchmark.from_yaml(args.benchmark), embedding_dir=args.cache_dir,
                  encoder_options={"device": args.device, "batch_size": args.batch_size})
     spec = RemapSpec(encoder=args.encoder, template=args.template, theta=args.theta, score_mode=args.score_mode,

@@ -73,18 +73,16 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
-    import math
-
     from ov3d_core.analysis import Analysis, RemapSpec
+    from ov3d_core.commands._common import CLI, check_finite
     from ov3d_core.errors import InputError
     from ov3d_core.report import ReportOptions, build_report, write_report
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), None, None, "a folder to write the report to (or a new path)", "an existing file")
-    for name, v in (("--min-score", args.min_score), ("--theta", args.theta)):
-        if v is not None and not math.isfinite(v):
-            raise InputError(None, None, name, "a finite number", v)
+    check_finite(args.min_score, "--min-score")
+    check_finite(args.theta, "--theta")
     if args.encoder is not None:
         RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)  # InputError when bad
     runs = None if args.remap_runs is None else tuple(r.strip() for r in args.remap_runs.split(",") if r.strip())
@@ -94,7 +92,7 @@ def run(args) -> int:
                             score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
                             status_iou=args.status_iou, engine=args.engine, address=args.address)
     if args.engine == "ray" and args.encoder is None:
-        raise InputError(None, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
+        raise InputError(CLI, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
     config = a.benchmark.config
     n = len(config.runs)
