@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -119,3 +120,25 @@ def test_a_gt_file_without_annotations_scores_null_and_says_so(tmp_path, capsys)
     assert "has no ground-truth annotations: every AP is NaN" in captured.err
     block = next(iter(json.loads(out.read_text())["datasets"].values()))
     assert block["AP3D"] is None and block["per_category"]["chair"] == {"AP3D": None, "n_gt": 0, "n_pred": 1}
+
+
+def test_report_lists_predictions_outside_the_vocabulary(files, capsys):
+    gt, pred, tmp = files
+    recs = json.loads(pred.read_text())
+    oov = [dict(recs[0], category_id=5, score=0.5), dict(recs[1], category_id=5, score=0.4),
+           dict(recs[1], category_id=None, category_name="lamp", score=0.3)]  # truck, truck, lamp
+    (tmp / "other.json").write_text(json.dumps(recs + oov))
+    cfg = tmp / "bench.yaml"
+    cfg.write_text(f"datasets:\n  - name: mini\n    gt: {gt.name}\nruns:\n"
+                   f"  - {{name: clean, dataset: mini, predictions: {pred.name}}}\n"
+                   "  - {name: other, dataset: mini, predictions: other.json}\n"
+                   f"cache_dir: {tmp / 'cache'}\n")
+    assert main(["report", "--config", str(cfg), "--out", str(tmp / "rep"), "--splits", "3", "--subset-size", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Predictions outside the evaluated vocabulary (not scored, listed in out_of_vocabulary): other on mini: 3." \
+        in out
+    table = pd.read_csv(tmp / "rep" / "csv" / "out_of_vocabulary.csv")
+    assert sorted(zip(table["run"], table["category"], table["n_pred"])) == [("other", "lamp", 1), ("other", "truck", 2)]
+    lb = pd.read_csv(tmp / "rep" / "csv" / "leaderboard.csv").set_index("run")
+    assert lb.loc["other", "n_out_of_vocabulary"] == 3 and lb.loc["clean", "n_out_of_vocabulary"] == 0
+    assert lb.loc["other", "AP3D"] == lb.loc["clean", "AP3D"]
