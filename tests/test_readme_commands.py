@@ -25,7 +25,7 @@ def _section(text: str, title: str) -> str:
 def _commands(text: str) -> list[str]:
     """``ov3d ...`` commands of the bash blocks, backslash continuations joined, comments dropped."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL):
         joined = re.sub(r"\\\n\s*", " ", block)
         for line in joined.splitlines():
             line = line.split(" #", 1)[0].strip()

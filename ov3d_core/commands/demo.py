@@ -23,11 +23,11 @@ def register(sub) -> None:
 
 
 def run_build(args) -> int:
+    from pathlib import Path
+
     from ov3d_core.commands._common import CLI
     from ov3d_core.demo.build import DEFAULT_IMAGES, build_demo
     from ov3d_core.errors import InputError
-
-    from pathlib import Path
 
     images = DEFAULT_IMAGES if args.images is None else args.images
     if not 1 <= images <= 99_999:

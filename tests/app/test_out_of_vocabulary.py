@@ -7,7 +7,13 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tests.io.factories import make_annotation, make_gt_json, make_image, make_pred_from_annotation, make_pred_json
+from tests.io.factories import (
+    make_annotation,
+    make_gt_json,
+    make_image,
+    make_pred_from_annotation,
+    make_pred_json,
+)
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 

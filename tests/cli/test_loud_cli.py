@@ -13,7 +13,12 @@ import torch
 
 from ov3d_core.cli import main
 from tests.io.factories import (
-    make_annotation, make_gt_json, make_image, make_pred, make_pred_from_annotation, make_pred_json,
+    make_annotation,
+    make_gt_json,
+    make_image,
+    make_pred,
+    make_pred_from_annotation,
+    make_pred_json,
 )
 
 
