@@ -107,14 +107,12 @@ def _table(title: str, block: dict) -> str:
 
 def _check_args(args) -> None:
     """Argument errors before any file is read (InputError: one line, exit 2)."""
-    from ov3d_core.commands._common import CLI, check_finite
+    from ov3d_core.commands._common import CLI, check_finite, check_output_file
     from ov3d_core.errors import InputError
 
     check_finite(args.min_score, "--min-score")
     if args.json_out:
-        parent = Path(args.json_out).expanduser().resolve().parent
-        if not parent.is_dir():
-            raise InputError(args.json_out, None, "--json", "a file in an existing folder", f"no folder {parent}")
+        check_output_file(args.json_out, "--json")
     if args.categories is not None and not [c for c in args.categories.split(",") if c.strip()]:
         raise InputError(CLI, None, "--categories", "at least one category name", args.categories)
     if args.run_name and len(set(args.run_name)) != len(args.run_name):
@@ -156,6 +154,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ov3d_core.analysis import View
+    from ov3d_core.errors import InputError
     from ov3d_core.taxonomy import SUBSET_PRESETS
 
     _check_args(args)
@@ -202,5 +201,8 @@ def run(args) -> int:
     for n in notes:
         print(n, file=sys.stderr)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result, indent=2))
+        try:
+            Path(args.json_out).expanduser().write_text(json.dumps(result, indent=2))
+        except OSError as exc:  # checked up front; this is a disk that filled or a folder that went away since
+            raise InputError(args.json_out, None, "--json", "a writable file", exc.strerror or str(exc)) from None
     return 0

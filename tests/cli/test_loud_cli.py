@@ -5,6 +5,8 @@ category list, a category list that is not UTF-8, a GT file without annotations)
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -147,3 +149,43 @@ def test_report_lists_predictions_outside_the_vocabulary(files, capsys):
     lb = pd.read_csv(tmp / "rep" / "csv" / "leaderboard.csv").set_index("run")
     assert lb.loc["other", "n_out_of_vocabulary"] == 3 and lb.loc["clean", "n_out_of_vocabulary"] == 0
     assert lb.loc["other", "AP3D"] == lb.loc["clean", "AP3D"]
+
+
+# ------------------------------------------------------------------------------------------------ output files
+def test_output_files_that_cannot_be_written_are_refused_before_the_work(files, capsys):
+    """`--json` or `remap --out` naming a folder was a traceback after the whole evaluation."""
+    gt, pred, tmp = files
+    folder = tmp / "taken"
+    folder.mkdir()
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--json", str(folder),
+                 "--cache-dir", str(tmp / "cache")]) == 2
+    line = _one_error_line(capsys)
+    assert str(folder) in line and "`--json`" in line and "not a folder" in line
+    assert not (tmp / "cache").exists()
+    assert main(["remap", "--benchmark", MISSING, "--dataset", "d", "--run", "r", "--out", str(folder)]) == 2
+    line = _one_error_line(capsys)
+    assert str(folder) in line and "`--out`" in line and MISSING not in line
+
+
+def test_check_output_file_rules(tmp_path):
+    from ov3d_core.commands._common import check_output_file
+    from ov3d_core.errors import InputError
+    from tests.io.test_loud_inputs import _unprivileged
+
+    assert check_output_file(tmp_path / "a.json", "--json") == tmp_path / "a.json"
+    assert check_output_file(tmp_path / "new" / "deeper" / "a.json", "--out", folder_must_exist=False)
+    with pytest.raises(InputError, match="existing folder"):
+        check_output_file(tmp_path / "new" / "a.json", "--json")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(InputError, match="folders can be created"):
+        check_output_file(tmp_path / "f" / "sub" / "a.json", "--out", folder_must_exist=False)
+    with _unprivileged(), pytest.raises(InputError, match="permission denied"):  # a folder nobody may enter
+        check_output_file(tmp_path / "a.json", "--json")
+    folder = Path(tempfile.mkdtemp(prefix="ov3d_out_"))
+    try:
+        folder.chmod(0o755)  # others may enter, not write
+        with _unprivileged(), pytest.raises(InputError, match="permission denied"):
+            check_output_file(folder / "a.json", "--json")
+        check_output_file(folder / "a.json", "--json")  # its owner may
+    finally:
+        folder.rmdir()
