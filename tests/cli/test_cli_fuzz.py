@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 N_JSON = 18  # mutants per JSON file, in-process
 N_PTH = 12
 N_YAML = 16
-N_PROCESS = 4  # mutants per kind run in a fresh process
+N_PROCESS = 2  # refused mutants per kind run again in a fresh process
 
 
 @pytest.fixture(scope="module")
