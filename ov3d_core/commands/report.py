@@ -84,7 +84,11 @@ def run(args) -> int:
     check_finite(args.min_score, "--min-score")
     check_finite(args.theta, "--theta")
     if args.encoder is not None:
-        RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)  # InputError when bad
+        try:
+            RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)
+        except InputError as exc:  # named as the option the user typed
+            option = {"remap.encoder": "--encoder", "remap.theta": "--theta"}.get(exc.field, exc.field)
+            raise InputError(CLI, None, option, exc.expected, exc.got) from None
     runs = None if args.remap_runs is None else tuple(r.strip() for r in args.remap_runs.split(",") if r.strip())
     options = ReportOptions(protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
                             subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,

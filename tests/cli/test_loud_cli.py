@@ -54,6 +54,8 @@ EMBED = ["--benchmark", MISSING, "--dataset", "d", "--run", "r"]
     (["report", "--config", MISSING, "--out", "rep", "--min-score", "nan"], "--min-score"),
     (["report", "--config", MISSING, "--out", "rep", "--encoder", "proxy", "--theta", "inf"], "--theta"),
     (["report", "--config", MISSING, "--out", "rep", "--engine", "ray"], "--engine"),
+    (["report", "--config", MISSING, "--out", "rep", "--encoder", "foo"], "--encoder"),
+    (["report", "--config", MISSING, "--out", "rep", "--encoder", "proxy", "--theta", "5"], "--theta"),
     (["demo", "build", "--seed", "-1", "--out", "d"], "--seed"),
     (["demo", "build", "--images", "0", "--out", "d"], "--images"),
     (["embed", *EMBED, "--chunk-size", "0"], "--chunk-size"),
