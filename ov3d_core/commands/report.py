@@ -99,6 +99,8 @@ def run(args) -> int:
         raise InputError(CLI, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
     config = a.benchmark.config
+    for spec in config.runs.values():  # every file is read (and checked) before any scoring: a bad one fails first
+        a.benchmark.run(spec.name, spec.dataset)
     n = len(config.runs)
 
     def progress(items):

@@ -191,3 +191,18 @@ def test_check_output_file_rules(tmp_path):
         check_output_file(folder / "a.json", "--json")  # its owner may
     finally:
         folder.rmdir()
+
+
+def test_report_reads_every_file_before_scoring(files, capsys):
+    gt, pred, tmp = files
+    bad = tmp / "bad.json"
+    bad.write_text(json.dumps([make_pred(1), make_pred(7)]))
+    cfg = tmp / "bench.yaml"
+    cfg.write_text(f"datasets:\n  - name: mini\n    gt: {gt.name}\nruns:\n"
+                   f"  - {{name: good, dataset: mini, predictions: {pred.name}}}\n"
+                   "  - {name: bad, dataset: mini, predictions: bad.json}\n"
+                   f"cache_dir: {tmp / 'cache'}\n")
+    assert main(["report", "--config", str(cfg), "--out", str(tmp / "rep"), "--splits", "3"]) == 2
+    line = _one_error_line(capsys)
+    assert str(bad) in line and "(image_id 7)" in line
+    assert not (tmp / "rep").exists() and not (tmp / "cache" / "pairs").exists()  # nothing scored, nothing written
