@@ -6,6 +6,46 @@ from pathlib import Path
 
 from ov3d_core.errors import InputError
 
+#: The "file" an argument error names (never ``<input>``).
+CLI = "command line"
+
+
+def check_finite(value, option: str) -> None:
+    """``InputError`` unless ``value`` (a float option, None when not given) is finite: NaN and inf mean nothing."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise InputError(CLI, None, option, "a finite number", value)
+
+
+def check_output_file(path: str | Path, option: str, *, folder_must_exist: bool = True) -> Path:
+    """Refuse an output file that cannot be written, before any work (else the error comes after the whole run):
+    a folder, a folder that is missing (created when ``folder_must_exist`` is False: then its nearest existing
+    parent must be a writable folder), a folder this user may not enter or write to."""
+    try:
+        return _writable_target(Path(path).expanduser(), str(path), option, folder_must_exist)
+    except PermissionError:  # a folder on the way that this user may not enter
+        raise InputError(str(path), None, option, "a file this user may write", "permission denied") from None
+
+
+def _writable_target(target: Path, shown: str, option: str, folder_must_exist: bool) -> Path:
+    import os
+
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise InputError(shown, None, option, "a file to write (not a folder)", "a folder")
+    if not parent.is_dir():
+        if folder_must_exist:
+            raise InputError(shown, None, option, "a file in an existing folder", f"no folder {parent}")
+        parent = next(a for a in parent.parents if a.exists())
+        if not parent.is_dir():
+            raise InputError(shown, None, option, "a path whose folders can be created", f"{parent} is a file")
+    eff = os.access in os.supports_effective_ids  # the user this process runs as (seteuid included)
+    if not os.access(parent, os.W_OK, effective_ids=eff) or (
+            target.exists() and not os.access(target, os.W_OK, effective_ids=eff)):
+        raise InputError(shown, None, option, "a file this user may write", "permission denied")
+    return target
+
 
 def read_name_list(path: str | Path) -> list[str]:
     """The non-empty lines of a UTF-8 text file (e.g. a ``--category-list``), stripped."""
@@ -60,18 +100,18 @@ def check_bootstrap_args(args, *, enabled: bool = True, needs: str = "--ci") -> 
     if not enabled:
         given = [k for k in defaults if getattr(args, k) is not None]
         if given:
-            raise InputError(None, None, "--" + given[0].replace("_", "-"),
+            raise InputError(CLI, None, "--" + given[0].replace("_", "-"),
                              f"given with {needs} (it sets the bootstrap only)", getattr(args, given[0]))
         return
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
     if args.resamples < 1:
-        raise InputError(None, None, "--resamples", "a positive number of resamples", args.resamples)
+        raise InputError(CLI, None, "--resamples", "a positive number of resamples", args.resamples)
     if not (math.isfinite(args.level) and 0.0 < args.level < 1.0):
-        raise InputError(None, None, "--level", "a confidence level in (0, 1), e.g. 0.95", args.level)
+        raise InputError(CLI, None, "--level", "a confidence level in (0, 1), e.g. 0.95", args.level)
     if "seed" in defaults and args.seed < 0:
-        raise InputError(None, None, "--seed", "a non-negative integer", args.seed)
+        raise InputError(CLI, None, "--seed", "a non-negative integer", args.seed)
 
 
 def names_list(text: str | None, option: str) -> list[str]:
@@ -80,5 +120,5 @@ def names_list(text: str | None, option: str) -> list[str]:
         return []
     names = [s.strip() for s in text.split(",") if s.strip()]
     if not names:
-        raise InputError(None, None, option, "comma-separated names", text)
+        raise InputError(CLI, None, option, "comma-separated names", text)
     return names

@@ -14,8 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from ov3d_core.commands._common import (add_bootstrap_arguments, add_input_arguments, check_bootstrap_args,
-                                        names_list)
+from ov3d_core.commands._common import (CLI, add_bootstrap_arguments, add_input_arguments, names_list)
 from ov3d_core.eval.constants import PROTOCOLS, RECALL_KEY, SUMMARY_KEYS
 
 CORRECTION_TEXT = {"holm": "Holm-corrected (family-wise error)", "bh": "Benjamini-Hochberg-corrected (false "
@@ -57,13 +56,13 @@ def _check(args) -> None:
     runs, protocols = names_list(args.runs, "--runs"), names_list(args.protocols, "--protocols")
     if protocols:
         if len(protocols) != 2 or len(set(protocols)) != 2 or not set(protocols) <= set(PROTOCOLS):
-            raise InputError(None, None, "--protocols", f"two different protocols of {PROTOCOLS}", args.protocols)
+            raise InputError(CLI, None, "--protocols", f"two different protocols of {PROTOCOLS}", args.protocols)
         if args.protocol is not None:
-            raise InputError(None, None, "--protocol", "left out with --protocols (it names both)", args.protocol)
+            raise InputError(CLI, None, "--protocol", "left out with --protocols (it names both)", args.protocol)
         if len(runs) > 1:
-            raise InputError(None, None, "--runs", "one run with --protocols", args.runs)
+            raise InputError(CLI, None, "--runs", "one run with --protocols", args.runs)
     elif runs and (len(runs) != 2 or len(set(runs)) != 2):
-        raise InputError(None, None, "--runs", "two different runs, A,B", args.runs)
+        raise InputError(CLI, None, "--runs", "two different runs, A,B", args.runs)
     args.runs, args.protocols = runs, protocols
     args.protocol = args.protocol or PROTOCOLS[0]
 
@@ -75,12 +74,12 @@ def _datasets(a, args, need: list[str]) -> list[str]:
     asked = names_list(args.dataset, "--dataset")
     for d in asked:
         if d not in a.datasets:
-            raise InputError(None, None, "--dataset", f"one of {a.datasets}", d)
+            raise InputError(CLI, None, "--dataset", f"one of {a.datasets}", d)
     pool = asked or a.datasets
     out = [d for d in pool if all(r in a.runs(d) for r in need)]
     if not out or (asked and len(out) < len(asked)):
         missing = next(d for d in pool if d not in out) if pool else None
-        raise InputError(None, None, "--runs", f"runs on the dataset {missing!r}: {a.runs(missing) if missing else []}",
+        raise InputError(CLI, None, "--runs", f"runs on the dataset {missing!r}: {a.runs(missing) if missing else []}",
                          need)
     return out
 
@@ -94,11 +93,11 @@ def _pairs(a, args) -> list[tuple]:
     want = 1 if args.protocols else 2
     runs = args.runs or (every if len(every) == want else None)
     if runs is None:
-        raise InputError(None, None, "--runs", f"{'one run' if want == 1 else 'two runs, A,B'} of {every}",
+        raise InputError(CLI, None, "--runs", f"{'one run' if want == 1 else 'two runs, A,B'} of {every}",
                          None)
     for r in runs:
         if r not in every:
-            raise InputError(None, None, "--runs", f"runs of {every}", r)
+            raise InputError(CLI, None, "--runs", f"runs of {every}", r)
     out = []
     for d in _datasets(a, args, runs):
         if args.protocols:

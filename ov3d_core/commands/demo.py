@@ -23,16 +23,17 @@ def register(sub) -> None:
 
 
 def run_build(args) -> int:
+    from pathlib import Path
+
+    from ov3d_core.commands._common import CLI
     from ov3d_core.demo.build import DEFAULT_IMAGES, build_demo
     from ov3d_core.errors import InputError
 
-    from pathlib import Path
-
     images = DEFAULT_IMAGES if args.images is None else args.images
     if not 1 <= images <= 99_999:
-        raise InputError(None, None, "--images", "an integer in [1, 99999]", got=images)
+        raise InputError(CLI, None, "--images", "an integer in [1, 99999]", got=images)
     if not 0 <= args.seed < 2**32:  # numpy's SeedSequence takes non-negative seeds
-        raise InputError(None, None, "--seed", "an integer in [0, 2**32)", got=args.seed)
+        raise InputError(CLI, None, "--seed", "an integer in [0, 2**32)", got=args.seed)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), None, "--out", "a folder (missing, or a previous demo build)", "an existing file")

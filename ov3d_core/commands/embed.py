@@ -12,9 +12,8 @@ import math
 import sys
 import time
 
+from ov3d_core.commands._common import CLI
 from ov3d_core.errors import InputError
-
-CLI = "command line"
 
 
 def add_encoder_args(p: argparse.ArgumentParser) -> None:

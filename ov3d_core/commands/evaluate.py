@@ -139,33 +139,32 @@ def _table(title: str, block: dict) -> str:
 
 def _check_args(args) -> None:
     """Argument errors before any file is read (InputError: one line, exit 2)."""
+    from ov3d_core.commands._common import CLI, check_finite, check_output_file
     from ov3d_core.errors import InputError
 
-    if not math.isfinite(args.min_score):
-        raise InputError(None, None, "--min-score", "a finite number", args.min_score)
+    check_finite(args.min_score, "--min-score")
     if args.json_out:
-        parent = Path(args.json_out).expanduser().resolve().parent
-        if not parent.is_dir():
-            raise InputError(args.json_out, None, "--json", "a file in an existing folder", f"no folder {parent}")
+        check_output_file(args.json_out, "--json")
     if args.categories is not None and not [c for c in args.categories.split(",") if c.strip()]:
-        raise InputError(None, None, "--categories", "at least one category name", args.categories)
+        raise InputError(CLI, None, "--categories", "at least one category name", args.categories)
     if args.run_name and len(set(args.run_name)) != len(args.run_name):
         dup = next(n for n in args.run_name if args.run_name.count(n) > 1)
-        raise InputError(None, None, "--run-name", "a different name for each run", dup)
+        raise InputError(CLI, None, "--run-name", "a different name for each run", dup)
     check_bootstrap_args(args, enabled=getattr(args, "ci", True))
     if args.run_name and args.pred and len(args.run_name) > len(args.pred):
-        raise InputError(None, None, "--run-name", f"at most one name per --pred ({len(args.pred)})",
+        raise InputError(CLI, None, "--run-name", f"at most one name per --pred ({len(args.pred)})",
                          len(args.run_name))
 
 
 def _analysis(args):
     from ov3d_core.analysis import Analysis
+    from ov3d_core.commands._common import CLI
     from ov3d_core.errors import InputError
 
     if args.benchmark:
         return Analysis.from_yaml(args.benchmark)
     if not args.gt or not args.pred:
-        raise InputError(None, None, "--gt/--pred", "at least one --gt and one --pred (or --benchmark)")
+        raise InputError(CLI, None, "--gt/--pred", "at least one --gt and one --pred (or --benchmark)")
     cl = None
     if args.category_list:
         from ov3d_core.commands._common import read_name_list
@@ -179,7 +178,7 @@ def _analysis(args):
                             cache_dir=args.cache_dir)
     names = [spec.name for spec in a.benchmark.config.runs.values()]
     if len(names) != len(args.pred):  # two files whose default names collide (same stem or folder)
-        raise InputError(None, None, "--run-name", "one name per --pred (two prediction files get the same "
+        raise InputError(CLI, None, "--run-name", "one name per --pred (two prediction files get the same "
                          "default name; give --run-name for each)", [str(p) for p in args.pred])
     return a
 
@@ -188,6 +187,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ov3d_core.analysis import View
+    from ov3d_core.errors import InputError
     from ov3d_core.taxonomy import SUBSET_PRESETS
 
     _check_args(args)
@@ -198,8 +198,11 @@ def run(args) -> int:
         result["bootstrap"] = {"unit": "image", "n_resamples": args.resamples, "level": args.level,
                                "method": args.ci_method, "seed": args.seed}
     specs = list(bench.config.runs.values())
+    for spec in specs:  # every file is read (and checked) before any geometry: a bad one fails before the work
+        bench.run(spec.name, spec.dataset)
+    notes = [f"note: dataset {bench.dataset(d).name} has no ground-truth annotations: every AP is NaN (null in the "
+             "JSON)" for d in dict.fromkeys(s.dataset for s in specs) if len(bench.dataset(d).gt) == 0]
     bar = tqdm(specs, desc="evaluate", unit="run", file=sys.stderr, disable=len(specs) < 2 and not sys.stderr.isatty())
-    notes = []
     for spec in bar:
         ds = bench.dataset(spec.dataset)
         progress = _PairProgress(f"{spec.name}/{ds.name}")
@@ -240,5 +243,8 @@ def run(args) -> int:
     for n in notes:
         print(n, file=sys.stderr)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result, indent=2))
+        try:
+            Path(args.json_out).expanduser().write_text(json.dumps(result, indent=2))
+        except OSError as exc:  # checked up front; this is a disk that filled or a folder that went away since
+            raise InputError(args.json_out, None, "--json", "a writable file", exc.strerror or str(exc)) from None
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ov3d_core.commands.embed import add_encoder_args
+from ov3d_core.commands.embed import add_encoder_args, check_args
 
 
 def category_ids_for(dataset, names) -> dict[str, int]:
@@ -33,9 +33,15 @@ def category_ids_for(dataset, names) -> dict[str, int]:
 def run_remap(args) -> int:
     from ov3d_core.analysis import Analysis, RemapSpec, View
     from ov3d_core.benchmark import Benchmark
+    from ov3d_core.commands._common import CLI, check_output_file
+    from ov3d_core.errors import InputError
     from ov3d_core.io.writers import write_cubercnn_json
     from ov3d_core.remap.pipeline import remapped_run
 
+    check_args(args)  # the options shared with `embed` (--chunk-size, --batch-size, --pad, --min-size, --encoder)
+    check_output_file(args.out, "--out", folder_must_exist=False)
+    if not -1.0 <= args.theta <= 1.0:  # NaN fails this too
+        raise InputError(CLI, None, "--theta", "a finite number in [-1, 1] (a probability, or a cosine)", args.theta)
     a = Analysis(Benchmark.from_yaml(args.benchmark), embedding_dir=args.cache_dir,
                  encoder_options={"device": args.device, "batch_size": args.batch_size})
     spec = RemapSpec(encoder=args.encoder, template=args.template, theta=args.theta, score_mode=args.score_mode,
@@ -48,7 +54,11 @@ def run_remap(args) -> int:
     chosen = live.resolve(args.template)
     res = a.remap_result(view)
     classes = tuple(ds.vocabulary)
-    path = write_cubercnn_json(remapped_run(run, res, classes), args.out, category_ids=category_ids_for(ds, classes))
+    try:
+        path = write_cubercnn_json(remapped_run(run, res, classes), args.out,
+                                   category_ids=category_ids_for(ds, classes))
+    except OSError as exc:  # checked up front; a disk that filled or a folder that went away since
+        raise InputError(args.out, None, "--out", "a writable file", exc.strerror or str(exc)) from None
     ap = a.summary(view).get("AP3D", float("nan"))
     before = a.summary(view.with_(remap=None)).get("AP3D", float("nan"))
 

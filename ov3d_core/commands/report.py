@@ -104,27 +104,29 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
-    import math
-
     from ov3d_core.analysis import Analysis, RemapSpec
+    from ov3d_core.commands._common import CLI, check_finite
     from ov3d_core.errors import InputError
     from ov3d_core.report import ReportOptions, build_report, write_report
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), None, None, "a folder to write the report to (or a new path)", "an existing file")
-    for name, v in (("--min-score", args.min_score), ("--theta", args.theta)):
-        if v is not None and not math.isfinite(v):
-            raise InputError(None, None, name, "a finite number", v)
+    check_finite(args.min_score, "--min-score")
+    check_finite(args.theta, "--theta")
     if args.encoder is not None:
-        RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)  # InputError when bad
+        try:
+            RemapSpec(encoder=args.encoder, theta=args.theta, score_mode=args.score_mode)
+        except InputError as exc:  # named as the option the user typed
+            option = {"remap.encoder": "--encoder", "remap.theta": "--theta"}.get(exc.field, exc.field)
+            raise InputError(CLI, None, option, exc.expected, exc.got) from None
     runs = None if args.remap_runs is None else tuple(r.strip() for r in args.remap_runs.split(",") if r.strip())
     paired = _check_stats_args(args)
     stats = {} if not (args.ci or paired) else {
         "n_resamples": args.resamples, "level": args.level, "ci_method": args.ci_method, "ci_seed": args.seed,
         "correction": args.correction or "holm"}
     if args.seed < 0 and stats:
-        raise InputError(None, None, "--seed", "a non-negative integer (it seeds the bootstrap too)", args.seed)
+        raise InputError(CLI, None, "--seed", "a non-negative integer (it seeds the bootstrap too)", args.seed)
     options = ReportOptions(ci=args.ci, paired=paired, mine=args.mine, mine_top=args.mine_top or 10, **stats,
                             protocol=args.protocol, min_score=args.min_score, n_subsets=args.splits,
                             subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
@@ -132,13 +134,15 @@ def run(args) -> int:
                             score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
                             status_iou=args.status_iou, engine=args.engine, address=args.address)
     if args.engine == "ray" and args.encoder is None:
-        raise InputError(None, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
+        raise InputError(CLI, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
     config = a.benchmark.config
     names = list(dict.fromkeys(s.name for s in config.runs.values()))
     for r in paired or ():
         if r not in names:
             raise InputError(str(config.path), None, "--paired", f"runs of the config {names}", r)
+    for spec in config.runs.values():  # every file is read (and checked) before any scoring: a bad one fails first
+        a.benchmark.run(spec.name, spec.dataset)
     n = len(config.runs)
 
     def progress(items):

@@ -32,6 +32,7 @@ from ov3d_core.geometry.boxes import corners_from_pose
 from ov3d_core.io._validate import check_file, file_size, first_false, first_true, index_of, isin_codes, os_error
 from ov3d_core.io import pthfile
 from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_list
+from ov3d_core.io.yaml_safe import Kind
 from ov3d_core.model import BoxSet, Dataset, Run
 from ov3d_core.taxonomy import OMNI3D_50, OMNI3D_CATEGORIES, OMNI3D_NAME_TO_ID
 
@@ -295,7 +296,7 @@ def _plain(v, file: str, record: str, field: str):
     if type(v) in (float, int, str, bool) or v is None:
         return v
     if isinstance(v, pthfile.Unsupported):
-        raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=v.what)
+        raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=Kind(v.what))  # a kind: the app shows it
     if type(v).__module__.startswith("torch"):
         import torch
 
@@ -303,7 +304,7 @@ def _plain(v, file: str, record: str, field: str):
             try:
                 a = v.detach().cpu().numpy()
             except (TypeError, RuntimeError, NotImplementedError, ValueError):
-                raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=_tensor_kind(v)) from None
+                raise InputError(file, record, field, _UNSUPPORTED_TENSOR, got=Kind(_tensor_kind(v))) from None
             return a.item() if a.ndim == 0 else a
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v.item()

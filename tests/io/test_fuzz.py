@@ -182,6 +182,29 @@ _TENSORS = [lambda: torch.zeros(8, 3, dtype=torch.bfloat16), lambda: torch.ones(
             lambda: [[1.0] * 3] * 8, lambda: {"a": 1}]
 
 
+def write_pth_mutant(records: list, raw: bytes, rng: random.Random, path: Path,
+                     ops=("truncate", "value", "value", "drop", "record")) -> None:
+    """One mutant of a .pth (``records`` as torch.load gives them, ``raw`` its bytes) written to ``path``: truncated,
+    one byte inverted, a value swapped for an odd tensor or type, a field dropped, or a record field swapped."""
+    op = rng.choice(ops)
+    if op == "truncate":
+        path.write_bytes(raw[:rng.randrange(len(raw))])
+    elif op == "byte":
+        i = rng.randrange(len(raw))
+        path.write_bytes(raw[:i] + bytes([raw[i] ^ 0xFF]) + raw[i + 1:])
+    else:
+        recs = copy.deepcopy(records)
+        rec = rng.choice([r for r in recs if r["instances"]])
+        inst = rng.choice(rec["instances"])
+        if op == "value":
+            inst[rng.choice(list(inst))] = rng.choice(_TENSORS)()
+        elif op == "drop":
+            del inst[rng.choice(list(inst))]
+        else:
+            rec[rng.choice(["image_id", "instances"])] = rng.choice(_TENSORS)()
+        torch.save(recs, path)
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_fuzz_pth(demo, tmp_path, monkeypatch):
     ds = load_omni3d_gt(demo["gt"])
@@ -191,20 +214,7 @@ def test_fuzz_pth(demo, tmp_path, monkeypatch):
     kinds = []
     for k in range(N_PTH):
         path = tmp_path / f"p_{k}.pth"
-        op = rng.choice(["truncate", "value", "value", "drop", "record"])
-        if op == "truncate":
-            path.write_bytes(raw[:rng.randrange(len(raw))])
-        else:
-            recs = copy.deepcopy(records)
-            rec = rng.choice([r for r in recs if r["instances"]])
-            inst = rng.choice(rec["instances"])
-            if op == "value":
-                inst[rng.choice(list(inst))] = rng.choice(_TENSORS)()
-            elif op == "drop":
-                del inst[rng.choice(list(inst))]
-            else:
-                rec[rng.choice(["image_id", "instances"])] = rng.choice(_TENSORS)()
-            torch.save(recs, path)
+        write_pth_mutant(records, raw, rng, path)
         # torch.load, then the restricted reader of ov3d_core.io.pthfile
         kind = _readers_agree(lambda: load_predictions(path, ds, category_list=demo["category_list"]), path,
                               monkeypatch, _same_runs, env="OV3D_PTH_READER", readers=("torch", "auto"))
