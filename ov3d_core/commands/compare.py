@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from ov3d_core.commands._common import (CLI, add_bootstrap_arguments, add_input_arguments, names_list)
+from ov3d_core.commands._common import CLI, add_bootstrap_arguments, add_input_arguments, names_list
 from ov3d_core.eval.constants import PROTOCOLS, RECALL_KEY, SUMMARY_KEYS
 
 CORRECTION_TEXT = {"holm": "Holm-corrected (family-wise error)", "bh": "Benjamini-Hochberg-corrected (false "

@@ -18,7 +18,6 @@ import time
 import zlib
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 from streamlit.testing.v1 import AppTest

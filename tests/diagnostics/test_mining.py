@@ -11,7 +11,6 @@ from ov3d_core.analysis import Analysis
 from ov3d_core.diagnostics.mining import (cross_class_false_positives, depth_errors, missed_by_all, object_view,
                                           oracle_gain, rank_images, run_disagreement)
 from ov3d_core.eval.ap import evaluate_view
-from ov3d_core.eval.pairs import compute_pairs
 from ov3d_core.eval.protocols import target_aware_view
 from ov3d_core.model import Dataset, Run
 from tests.diagnostics.scenes import make_boxes
