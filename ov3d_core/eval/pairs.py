@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xxhash
 
+from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.io import npzstore
 
 __all__ = ["Pairs", "compute_pairs", "PairCache", "GEOMETRY_VERSION", "geometry_key"]
@@ -115,15 +116,6 @@ class Pairs:
 
 
 # ---------------------------------------------------------------------------------------------------------- compute
-def _image_codes(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    keys = np.concatenate([np.asarray(gt_image).reshape(-1), np.asarray(pred_image).reshape(-1)])
-    if len(keys) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    uniq, inv = np.unique(keys, return_inverse=True)
-    inv = inv.astype(np.int64)
-    return inv[:len(gt_image)], inv[len(gt_image):], len(uniq)
-
-
 def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int, max_boxes: int):
     """Work units of at most ``budget`` same-image GT x prediction candidates and ``max_boxes`` boxes:
     ``(g0, g1, p0, p1, done)`` slices of the image-sorted GT and prediction rows, and the images finished (a fraction
@@ -187,7 +179,7 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, c
         if progress is not None:
             progress(0, 0)
         return Pairs.empty(n_gt, n_pred)
-    gi, pi, n_img = _image_codes(gt.image_id, pred.image_id)
+    gi, pi, n_img = dense_image_keys(np.asarray(gt.image_id), np.asarray(pred.image_id))
     g_order = np.argsort(gi, kind="stable")
     p_order = np.argsort(pi, kind="stable")
     g_cnt = np.bincount(gi, minlength=n_img)
