@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import xxhash
 
-from ov3d_core.io import npzstore
+from ov3d_core.io import npzstore, progress
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -417,6 +417,8 @@ def cached_load(root: str | Path | None, kind: str, files, params: dict, load: C
     caught = [(w.category, str(w.message)) for w in rec]
     for category, message in caught:
         warnings.warn(message, category, stacklevel=2)
+    step = f"cache the {kind}"
+    progress.report(step, 0, 1)
     try:
         tree, arrays = encode(obj)
         meta = {"key": key, "kind": kind, "inputs": inputs, "loader_version": loader_version(), "tree": tree,
@@ -426,4 +428,6 @@ def cached_load(root: str | Path | None, kind: str, files, params: dict, load: C
         log.warning("load of %s not cached: %s", kind, exc)
     except (OSError, ValueError, TypeError) as exc:
         log.warning("could not write load cache %s: %s", path, exc)
+    finally:
+        progress.report(step, 1, 1)
     return obj
