@@ -309,10 +309,25 @@ def _order(c: _Checked, K: int, max_dets: int):
     n_img = max(c.n_img, 1)
     base, _ = stable_bucket(ev, c.pi, n_img)  # (image, tie-break)
     by_score = argsort_desc_stable(c.pred_score, base)  # (-score, image, tie-break)
-    by_image, img_ptr = stable_bucket(by_score, c.pi, n_img)  # (image, -score, tie-break)
-    keep = truncate_per_group(by_image, img_ptr, c.pred_label, max(K, 1), max_dets)
+    if _groups_within(c.pi[ev], c.pred_label[ev], max(K, 1), max_dets):
+        keep = np.zeros(len(c.pred_label), bool)  # no (image, category) holds more than max_dets: nothing is cut
+        keep[ev] = True
+    else:
+        by_image, img_ptr = stable_bucket(by_score, c.pi, n_img)  # (image, -score, tie-break)
+        keep = truncate_per_group(by_image, img_ptr, c.pred_label, max(K, 1), max_dets)
     acc_order, cat_ptr = stable_bucket(by_score[keep[by_score]], c.pred_label, max(K, 1))
     return keep, acc_order, cat_ptr
+
+
+def _groups_within(image: np.ndarray, label: np.ndarray, K: int, max_dets: int) -> bool:
+    """True if every (image, category) group has at most ``max_dets`` detections (checked when the group table is
+    small enough to count directly)."""
+    if len(image) == 0:
+        return True
+    n_groups = (int(image.max()) + 1) * K
+    if n_groups > 8 * len(image) + (1 << 20):
+        return False
+    return int(np.bincount(image * K + label, minlength=n_groups).max()) <= max_dets
 
 
 def _candidates(c: _Checked, keep, acc_order, params: APParams):

@@ -107,7 +107,7 @@ def _unit(x, y, z):
     return x / s, y / s, z / s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _valid_kernel(c, quads, tris, summed, out):
     for i in range(c.shape[0]):
         finite = True
