@@ -13,6 +13,8 @@ Parts (``--parts``, comma-separated):
   change, and the RSS each step adds.
 - ``loadcache``: encode + write and read + decode of the Dataset and Run of that size (fresh process each), and the
   content hash of the prediction file.
+- ``stages``: a cold ``evaluate``'s steps in one fresh process (imports, GT, predictions, geometry, scoring): wall,
+  CPU and RSS of each.
 - ``dense``: one image with G GT x P predictions piled on each other (``--dense 3000x3000``): time, peak RSS, number
   of progress updates.
 
@@ -82,49 +84,14 @@ def timed(fn):
 
 # ---------------------------------------------------------------------------------------------------- files
 def write_files(n_images: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:
-    """Omni3D GT JSON and Cube R-CNN prediction JSON of ``build_workload(n_images)`` (written once, then reused)."""
-    import orjson
+    """Omni3D GT JSON and Cube R-CNN prediction JSON of ``n_images`` images, written by ``bench/loadfiles.py``
+    (float32 values as Cube R-CNN prints them, ~0.95 KB per prediction, as in real files; written once, then
+    reused)."""
+    from bench.loadfiles import write_files as write_load_files
 
-    from bench.workload import H, K, W, build_workload
-    from ov3d_core.geometry.boxes import projected_box2d
-    from ov3d_core.taxonomy import OMNI3D_NAME_TO_ID
-
-    folder.mkdir(parents=True, exist_ok=True)
-    gt_path, pred_path = folder / "gt.json", folder / "pred.json"
-    if gt_path.exists() and pred_path.exists():
-        return gt_path, pred_path
-    w = build_workload(n_images=n_images, seed=seed)
-    g = w.gt
-    proj, _ = projected_box2d(g.corners, K, W, H)
-    ids = np.array([OMNI3D_NAME_TO_ID[c] for c in w.vocabulary])
-    cat_id = dict(zip(w.vocabulary, ids.tolist()))
-    images = [{"id": int(i), "dataset_id": 0, "width": W, "height": H, "file_path": f"images/{i}.jpg",
-               "K": K.tolist()} for i in np.unique(np.r_[g.image_id, w.pred.image_id])]
-    anns = [{"id": k + 1, "image_id": int(g.image_id[k]), "dataset_id": 0, "category_id": cat_id[g.category[k]],
-             "category_name": g.category[k], "valid3D": True, "bbox2D_tight": [-1.0] * 4,
-             "bbox2D_proj": proj[k].tolist(), "bbox2D_trunc": g.box2d[k].tolist(), "bbox3D_cam": g.corners[k].tolist(),
-             "center_cam": g.center[k].tolist(), "dimensions": g.dims[k].tolist(), "R_cam": g.R[k].tolist(),
-             "behind_camera": False, "visibility": 0.1 if g.ignore[k] else 1.0, "truncation": 0.0,
-             "segmentation_pts": -1, "lidar_pts": -1, "depth_error": -1} for k in range(len(g))]
-    doc = {"info": {"id": 0, "name": f"bench{n_images}", "split": "test"}, "images": images,
-           "categories": [{"id": int(i), "name": n} for n, i in cat_id.items()], "annotations": anns}
-    gt_path.write_bytes(orjson.dumps(doc))
-    p = w.pred
-    xywh = p.box2d.copy()
-    xywh[:, 2:] -= xywh[:, :2]
-    with open(pred_path, "wb") as f:
-        f.write(b"[")
-        step = 100_000
-        for s in range(0, len(p), step):
-            e = min(len(p), s + step)
-            recs = [{"image_id": int(p.image_id[k]), "category_id": cat_id[p.category[k]], "bbox": xywh[k].tolist(),
-                     "score": float(p.score[k]), "depth": float(p.depth[k]), "bbox3D": p.corners[k].tolist(),
-                     "center_cam": p.center[k].tolist(), "dimensions": p.dims[k].tolist(), "pose": p.R[k].tolist()}
-                    for k in range(s, e)]
-            if s:
-                f.write(b",")
-            f.write(orjson.dumps(recs)[1:-1])
-        f.write(b"]")
+    gt_path, pred_path = folder / "gt.json", folder / "preds.json"
+    if not (gt_path.exists() and pred_path.exists()):
+        write_load_files(n_images, folder, seed)
     return gt_path, pred_path
 
 
@@ -261,6 +228,37 @@ def child_geometry(n: int) -> dict:
     return out
 
 
+def child_stages(gt: str, pred: str, cache: str) -> dict:
+    """What ``evaluate`` does on a cold run, step by step in one fresh process (wall / CPU s, RSS after each step):
+    imports, GT load (parse + filter + load-cache write), predictions load, geometry, scoring and the summary."""
+    out: dict = {}
+    t0, c0 = time.perf_counter(), time.process_time()
+
+    def step(name, fn):
+        w, c, res = timed(fn)
+        out[name] = (w, c, rss_mib())
+        return res
+
+    def imports():
+        from ov3d_core.analysis import Analysis, View  # noqa: F401  (what the CLI imports before reading)
+        from ov3d_core.commands import evaluate  # noqa: F401
+
+    step("imports", imports)
+    from ov3d_core.analysis import Analysis, View
+
+    a = Analysis.from_files([gt], [pred], cache_dir=cache)
+    b = a.benchmark
+    spec = next(iter(b.config.runs.values()))
+    step("gt", lambda: b.dataset(spec.dataset))
+    step("pred", lambda: b.run(spec.name, spec.dataset))
+    step("pairs", lambda: b.pairs(spec.name, spec.dataset))
+    v = View(dataset=spec.dataset, run=spec.name)
+    step("score", lambda: (a.score(v), a.summary(v), a.out_of_vocabulary(v)))
+    out["total"] = (time.perf_counter() - t0, time.process_time() - c0, max_rss_mib())
+    out["n_pred"] = len(b.run(spec.name, spec.dataset).pred)
+    return out
+
+
 def child_loadcache(n: int, phase: str, folder: str) -> dict:
     import pandas as pd
 
@@ -358,7 +356,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.child:
         what = json.loads(args.child)
-        fn = {"geometry": child_geometry, "loadcache": child_loadcache, "dense": child_dense,
+        fn = {"geometry": child_geometry, "stages": child_stages, "loadcache": child_loadcache, "dense": child_dense,
               "standin": lambda g, p: standin(Path(g), Path(p))}[what[0]]
         res = fn(*what[1:])
         res["_cpu"] = time.process_time()
@@ -383,6 +381,17 @@ def main(argv=None) -> None:
                 print(f"| {n:,} | stand-in official evaluator (json.load {s['load']:.2f} s + per-(image, category) "
                       f"IoU {s['iou']:.2f} s + COCO-style loops {s['eval']:.2f} s; timing only: simplified GT filter) | "
                       f"{time.perf_counter() - t:.2f} | {s['_cpu']:.2f} | |", flush=True)
+    if "stages" in parts:
+        names = ("imports", "gt", "pred", "pairs", "score", "total")
+        print("\nA cold evaluate step by step (fresh process, empty cache folder; wall / CPU s, RSS MiB after the "
+              "step; total RSS is the peak):\n")
+        print("| images (predictions) | " + " | ".join(names) + " |\n|---:|" + "---:|" * len(names))
+        for n in sizes:
+            gt, pred = write_files(n, Path(args.data) / str(n))
+            with tempfile.TemporaryDirectory() as tmp:
+                r = in_child(["stages", str(gt), str(pred), tmp])
+            print(f"| {n:,} ({r['n_pred']:,}) | " + " | ".join(f"{r[k][0]:.2f} / {r[k][1]:.2f} ({r[k][2]:.0f})"
+                                                           for k in names) + " |", flush=True)
     if "geometry" in parts:
         print("\nSeconds as wall / CPU of the process (numba runs on one core; the machine is shared).\n")
         print("| images | pairs | geometry key (s) | compute pairs (s) | peak RSS added (MiB) | progress updates "

@@ -105,6 +105,33 @@ def undefined_interval_notes(where: str, block: dict, method: str) -> list[str]:
     return [f"note: {where}: no interval for {len(missing)} number(s) ({', '.join(missing)}): {why}"]
 
 
+class _StepBars:
+    """tqdm bars on stderr for the loading steps that ``ov3d_core.io.progress`` reports (parse: bytes; convert and
+    cache write: one step each), one per step, removed when it ends."""
+
+    def __init__(self):
+        self.bars: dict = {}
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        bar = self.bars.get(step)
+        if bar is None:
+            in_bytes = step.startswith("parse")
+            bar = self.bars[step] = tqdm(total=total, desc=step, unit="B" if in_bytes else "step",
+                                         unit_scale=in_bytes, file=sys.stderr, leave=False)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+            del self.bars[step]
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+        self.bars.clear()
+
+
 def _fmt(v) -> str:
     return "   nan" if v is None else f"{v:6.2f}"
 
@@ -188,6 +215,7 @@ def run(args) -> int:
 
     from ov3d_core.analysis import View
     from ov3d_core.errors import InputError
+    from ov3d_core.io.progress import reporting
     from ov3d_core.taxonomy import SUBSET_PRESETS
 
     _check_args(args)
@@ -198,8 +226,14 @@ def run(args) -> int:
         result["bootstrap"] = {"unit": "image", "n_resamples": args.resamples, "level": args.level,
                                "method": args.ci_method, "seed": args.seed}
     specs = list(bench.config.runs.values())
-    for spec in specs:  # every file is read (and checked) before any geometry: a bad one fails before the work
-        bench.run(spec.name, spec.dataset)
+    steps = _StepBars()
+    with reporting(steps):  # every file is read (and checked) before any geometry: a bad one fails before the work
+        try:
+            for spec in specs:
+                bench.dataset(spec.dataset)
+                bench.run(spec.name, spec.dataset)
+        finally:
+            steps.close()
     notes = [f"note: dataset {bench.dataset(d).name} has no ground-truth annotations: every AP is NaN (null in the "
              "JSON)" for d in dict.fromkeys(s.dataset for s in specs) if len(bench.dataset(d).gt) == 0]
     bar = tqdm(specs, desc="evaluate", unit="run", file=sys.stderr, disable=len(specs) < 2 and not sys.stderr.isatty())
@@ -211,7 +245,9 @@ def run(args) -> int:
         finally:
             progress.close()
         v = View(dataset=spec.dataset, run=spec.name, protocol=args.protocol, min_score=args.min_score)
-        sc = a.score(v)
+        with tqdm(total=1, desc=f"scoring {spec.name}/{ds.name}", unit="step", file=sys.stderr, leave=False) as sbar:
+            sc = a.score(v)
+            sbar.update(1)
         if len(bench.run(spec.name, spec.dataset).pred) == 0:
             notes.append(f"note: run {spec.name} has no predictions on {ds.name}: every AP is 0")
         subsets = subset_aps(sc.ap, sc.view.vocabulary, dataset_subsets(ds.name, bench.dataset_spec(spec.dataset)))

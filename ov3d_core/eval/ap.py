@@ -35,6 +35,7 @@ from ov3d_core.eval.matching import (
     stable_bucket,
     truncate_per_group,
 )
+from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.eval.results import APResult, Matches
 
 __all__ = ["APParams", "APInputs", "FixedMatching", "fixed_matching", "evaluate_ap", "evaluate_ap_pooled",
@@ -225,33 +226,6 @@ class APInputs:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def _dense_keys(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Dense image indices (ascending key order) for GT and predictions; keys may be (N, 2) composites."""
-    ng = len(gt_image)
-    if gt_image.ndim == 2 or pred_image.ndim == 2:
-        keys = np.concatenate([gt_image.reshape(ng, -1), pred_image.reshape(len(pred_image), -1)])
-        if len(keys) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-        _, inv = np.unique(keys, axis=0, return_inverse=True)
-        inv = inv.reshape(-1).astype(np.int64)
-        return inv[:ng], inv[ng:], int(inv.max()) + 1
-    keys = np.concatenate([gt_image, pred_image])
-    if len(keys) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    if np.issubdtype(keys.dtype, np.integer):
-        lo, hi = int(keys.min()), int(keys.max())
-        if hi - lo < max(8 * len(keys), 1 << 20):
-            present = np.zeros(hi - lo + 1, bool)
-            off = (keys - lo).astype(np.int64)
-            present[off] = True
-            rank = np.cumsum(present, dtype=np.int64) - 1
-            inv = rank[off]
-            return inv[:ng], inv[ng:], int(rank[-1]) + 1
-    _, inv = np.unique(keys, return_inverse=True)
-    inv = inv.astype(np.int64)
-    return inv[:ng], inv[ng:], int(inv.max()) + 1
-
-
 def _as(name: str, a, dtype, n: int | None) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim != 1 or (n is not None and len(a) != n):
@@ -309,7 +283,7 @@ def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label
         raise ValueError("evaluate_ap: expected finite `pred_score`, got NaN or inf")
     if n_pairs and (p_gt.min() < 0 or p_gt.max() >= n_gt or p_pred.min() < 0 or p_pred.max() >= n_pred):
         raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
-    gi, pi, n_img = _dense_keys(gt_image, pred_image)
+    gi, pi, n_img = dense_image_keys(gt_image, pred_image)
     if n_pairs and np.any(gi[p_gt] != pi[p_pred]):
         raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
     det_prox = (np.full(n_pred, params.proximity) if pred_proximity is None
@@ -335,10 +309,25 @@ def _order(c: _Checked, K: int, max_dets: int):
     n_img = max(c.n_img, 1)
     base, _ = stable_bucket(ev, c.pi, n_img)  # (image, tie-break)
     by_score = argsort_desc_stable(c.pred_score, base)  # (-score, image, tie-break)
-    by_image, img_ptr = stable_bucket(by_score, c.pi, n_img)  # (image, -score, tie-break)
-    keep = truncate_per_group(by_image, img_ptr, c.pred_label, max(K, 1), max_dets)
+    if _groups_within(c.pi[ev], c.pred_label[ev], max(K, 1), max_dets):
+        keep = np.zeros(len(c.pred_label), bool)  # no (image, category) holds more than max_dets: nothing is cut
+        keep[ev] = True
+    else:
+        by_image, img_ptr = stable_bucket(by_score, c.pi, n_img)  # (image, -score, tie-break)
+        keep = truncate_per_group(by_image, img_ptr, c.pred_label, max(K, 1), max_dets)
     acc_order, cat_ptr = stable_bucket(by_score[keep[by_score]], c.pred_label, max(K, 1))
     return keep, acc_order, cat_ptr
+
+
+def _groups_within(image: np.ndarray, label: np.ndarray, K: int, max_dets: int) -> bool:
+    """True if every (image, category) group has at most ``max_dets`` detections (checked when the group table is
+    small enough to count directly)."""
+    if len(image) == 0:
+        return True
+    n_groups = (int(image.max()) + 1) * K
+    if n_groups > 8 * len(image) + (1 << 20):
+        return False
+    return int(np.bincount(image * K + label, minlength=n_groups).max()) <= max_dets
 
 
 def _candidates(c: _Checked, keep, acc_order, params: APParams):
@@ -596,7 +585,7 @@ def evaluate_ap_pooled(parts: Sequence[APInputs], *, n_categories: int, params: 
     need_2d = any((params.proximity if p.proximity is None else p.proximity) for p in parts)
     for i, p in enumerate(parts):
         ng, npr = len(p.gt_image), len(p.pred_image)
-        gi, pi, n_img = _dense_keys(np.asarray(p.gt_image), np.asarray(p.pred_image))
+        gi, pi, n_img = dense_image_keys(np.asarray(p.gt_image), np.asarray(p.pred_image))
         cols["gt_image"].append(gi + img0)
         cols["pred_image"].append(pi + img0)
         for k in ("gt_label", "gt_ignore", "gt_range_value", "pred_label", "pred_score", "pred_range_value",

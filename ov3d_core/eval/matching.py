@@ -95,13 +95,27 @@ def argsort_desc_stable(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     return radix_order(descending_keys(values), np.ascontiguousarray(order, np.int64))
 
 
-@njit(cache=True)
 def pairs_by_pred(pair_gt, pair_pred, select, n_gt, n_pred):
     """CSR of the selected pairs grouped by ``pair_pred`` (a prediction row, or any key in ``[0, n_pred)`` such as
     the prediction's accumulation position), each group sorted by GT row (ties: input order).
 
     Returns ``(perm, indptr)``: the pairs of key d are ``perm[indptr[d]:indptr[d+1]]`` (pair indices).
     """
+    # Read-only views (no copy): memory-mapped pair tables are read-only, computed ones writable, and numba compiles
+    # one machine-code variant per combination; this way there is one.
+    return _pairs_by_pred(_read_only(pair_gt), _read_only(pair_pred), _read_only(select), n_gt, n_pred)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+@njit(cache=True)
+def _pairs_by_pred(pair_gt, pair_pred, select, n_gt, n_pred):
     idx = np.flatnonzero(select)
     by_gt, _ = stable_bucket(idx, pair_gt, n_gt)
     return stable_bucket(by_gt, pair_pred, n_pred)

@@ -9,8 +9,11 @@ is not stored is 0 by definition. Every re-labelling, filter or protocol change 
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import numpy as np
 import pandas as pd
 import xxhash
 
+from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.io import npzstore
 
 __all__ = ["Pairs", "compute_pairs", "PairCache", "GEOMETRY_VERSION", "geometry_key"]
@@ -115,15 +119,6 @@ class Pairs:
 
 
 # ---------------------------------------------------------------------------------------------------------- compute
-def _image_codes(gt_image: np.ndarray, pred_image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    keys = np.concatenate([np.asarray(gt_image).reshape(-1), np.asarray(pred_image).reshape(-1)])
-    if len(keys) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    uniq, inv = np.unique(keys, return_inverse=True)
-    inv = inv.astype(np.int64)
-    return inv[:len(gt_image)], inv[len(gt_image):], len(uniq)
-
-
 def _tasks(g_cnt: np.ndarray, p_cnt: np.ndarray, budget: int, max_boxes: int):
     """Work units of at most ``budget`` same-image GT x prediction candidates and ``max_boxes`` boxes:
     ``(g0, g1, p0, p1, done)`` slices of the image-sorted GT and prediction rows, and the images finished (a fraction
@@ -187,29 +182,72 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, c
         if progress is not None:
             progress(0, 0)
         return Pairs.empty(n_gt, n_pred)
-    gi, pi, n_img = _image_codes(gt.image_id, pred.image_id)
+    gi, pi, n_img = dense_image_keys(np.asarray(gt.image_id), np.asarray(pred.image_id))
     g_order = np.argsort(gi, kind="stable")
     p_order = np.argsort(pi, kind="stable")
     g_cnt = np.bincount(gi, minlength=n_img)
     p_cnt = np.bincount(pi, minlength=n_img)
-    parts: list[tuple] = []
-    for g0, g1, p0, p1, done in _tasks(g_cnt, p_cnt, max(1, int(chunk_products)), max(2, int(chunk_boxes))):
+    step = max(1, int(chunk_pairs))
+
+    def unit(task) -> list[tuple]:
+        g0, g1, p0, p1, _ = task
         grows, prows = g_order[g0:g1], p_order[p0:p1]
+        out = []
         if len(grows) and len(prows):
             gc, pc = gt.corners[grows], pred.corners[prows]
             gb, pb = gt.box2d[grows], pred.box2d[prows]
             ia, ib = candidate_pairs(gi[grows], pi[prows], gc, pc, gb, pb)
-            for s in range(0, len(ia), max(1, int(chunk_pairs))):
-                a, b = ia[s:s + chunk_pairs], ib[s:s + chunk_pairs]
+            for s in range(0, len(ia), step):
+                a, b = ia[s:s + step], ib[s:s + step]
                 ga, pb_rows = grows[a], prows[b]
-                parts.append((ga, pb_rows, paired_iou_3d(gc, pc, a, b, check_valid=True), paired_iou_2d(gb, pb, a, b),
-                              np.linalg.norm(gt.center[ga] - pred.center[pb_rows], axis=1)))
-            del ia, ib
-        if progress is not None:
-            progress(done, int(n_img))
+                out.append((ga, pb_rows, paired_iou_3d(gc, pc, a, b, check_valid=True), paired_iou_2d(gb, pb, a, b),
+                            np.linalg.norm(gt.center[ga] - pred.center[pb_rows], axis=1)))
+        return out
+
+    tasks = list(_tasks(g_cnt, p_cnt, max(1, int(chunk_products)), max(2, int(chunk_boxes))))
+    parts: list[tuple] = []
+    with _unit_runner(len(tasks)) as run:
+        for task, out in zip(tasks, run(unit, tasks)):  # in task order, whatever the threads' finishing order
+            parts += out
+            if progress is not None:
+                progress(task[4], int(n_img))
     if not parts:
         return Pairs.empty(n_gt, n_pred)
     return Pairs(*_sorted_columns(parts, n_pred), n_gt=n_gt, n_pred=n_pred)
+
+
+def geometry_threads() -> int:
+    """Work units computed at once: the usable cores, at most 4 (``OV3D_GEOMETRY_THREADS`` overrides). The kernels
+    release the GIL; each unit's result is the same whichever thread computes it."""
+    forced = os.environ.get("OV3D_GEOMETRY_THREADS", "")
+    if forced.isdigit() and int(forced) > 0:
+        return int(forced)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+@contextmanager
+def _unit_runner(n_tasks: int):
+    """``run(fn, tasks)``: an iterator of ``fn(task)`` in task order, from a thread pool when it pays (more than one
+    unit and thread); at most 2 units per thread are in flight, so finished results wait in order without piling up
+    working memory."""
+    threads = min(geometry_threads(), n_tasks)
+    if threads <= 1:
+        yield lambda fn, tasks: map(fn, tasks)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="ov3d-geometry") as pool:
+        def run(fn, tasks):
+            pending: deque = deque()
+            for task in tasks:
+                pending.append(pool.submit(fn, task))
+                if len(pending) >= 2 * threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        yield run
 
 
 def _sorted_columns(parts: list[tuple], n_pred: int) -> list[np.ndarray]:

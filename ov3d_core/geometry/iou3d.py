@@ -50,7 +50,7 @@ _POLY_CAP = 256  # Sutherland-Hodgman output bound for a 4-gon after 6 clips, ev
 # numba kernels
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _prepare_kernel(corners, faces, corner_faces, ctr, loc, nrm, off, vol, rad, ok):
     """Per box: centre, plane-faced corners relative to the centre, outward unit normals and plane offsets (inside:
     n . x <= off, off > 0), volume and radius. ``ok`` False for non-finite or flat boxes."""
@@ -374,7 +374,7 @@ def _iou_from(inter, va, vb):
     return 0.0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _paired_kernel(ia, ib, ctrA, locA, nrmA, offA, radA, volA, okA, ctrB, locB, nrmB, offB, radB, volB, okB, faces,
                    out):
     PB = np.empty((8, 3))
@@ -395,7 +395,7 @@ def _paired_kernel(ia, ib, ctrA, locA, nrmA, offA, radA, volA, okA, ctrB, locB, 
         out[p] = _iou_from(inter, volA[i], volB[j])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _dense_kernel(ctrA, locA, nrmA, offA, radA, volA, okA, ctrB, locB, nrmB, offB, radB, volB, okB, faces, out):
     PB = np.empty((8, 3))
     oB = np.empty(6)
@@ -499,7 +499,7 @@ def bounding_spheres(corners) -> tuple[np.ndarray, np.ndarray]:
     return centre, radius
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _pairs_kernel(start, stop, order_b, ca, ra, cb, rb, use2d, ba, bb, counts, offsets, ia, ib, fill):
     for i in range(start.shape[0]):
         w = offsets[i] if fill else 0

@@ -3,7 +3,7 @@
 Every kernel is ``@njit(cache=True)``: numba compiles it on its first call for the argument types and writes the
 machine code to its cache (``__pycache__`` beside the module, or ``NUMBA_CACHE_DIR``); later processes load it in
 milliseconds. On a new install, or after the kernels' source changes, the first ``evaluate`` therefore compiles
-(about 10-20 s of CPU for the geometry and matching kernels). ``announce_compiles()`` prints one line on stderr when
+(about 30-40 s of CPU for the JSON scan, geometry and matching kernels). ``announce_compiles()`` prints one line on stderr when
 that happens, so a first run never looks hung; ``python -m ov3d_core.geometry.jit`` runs a tiny evaluation through
 the same code paths to compile and cache everything ahead, e.g. right after installing.
 """
@@ -18,7 +18,7 @@ __all__ = ["announce_compiles", "warm_up"]
 
 _installed = False
 _lock = threading.Lock()
-_MESSAGE = ("ov3d: compiling the numeric kernels for this machine (first run only, ~10-20 s of CPU; "
+_MESSAGE = ("ov3d: compiling the numeric kernels for this machine (first run only, ~30-40 s of CPU; "
             "`python -m ov3d_core.geometry.jit` does it ahead) ...")
 
 
@@ -81,12 +81,16 @@ def warm_up(progress: bool = True) -> float:
     from tqdm import tqdm
 
     t = time.perf_counter()
-    steps = ["geometry", "dense IoU", "scoring"]
+    steps = ["loading", "geometry", "dense IoU", "scoring"]
     bar = tqdm(steps, desc="compiling kernels", unit="step", file=sys.stderr, disable=not progress, leave=False)
     ds = run = pairs = None
     for step in bar:
         bar.set_postfix_str(step)
-        if step == "geometry":
+        if step == "loading":
+            from ov3d_core.io.columnar import warm
+
+            warm()
+        elif step == "geometry":
             from ov3d_core.eval.pairs import compute_pairs
 
             ds, run = _tiny_benchmark()

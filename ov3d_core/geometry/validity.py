@@ -1,4 +1,4 @@
-"""Omni3D's validity rule for predicted cuboids, and box volumes (pure numpy).
+"""Omni3D's validity rule for predicted cuboids, and box volumes.
 
 Omni3D (``cubercnn/evaluation/omni3d_evaluation.py`` since commit 778bd02) zeroes the 3D IoU of every predicted box that
 has a non-planar face or a (near) zero-area face triangle; reference/omni3d_protocol.md §3.2 step 5.
@@ -7,6 +7,7 @@ has a non-planar face or a (near) zero-area face triangle; reference/omni3d_prot
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ov3d_core.geometry.boxes import BOX_FACES
 
@@ -79,21 +80,63 @@ def valid_boxes(corners, *, rule: str = "per_face") -> np.ndarray:
     ``rule="omni3d"`` reproduces Omni3D's code literally: its ``bmm`` sums the 6 signed residuals of a box before taking
     the absolute value, so it requires |sum of the 6 residuals| < 1e-4 (a quirk: residuals of opposite sign can cancel,
     and several small ones can add up). Both demand every triangle area > 1e-8. Non-finite corners are invalid.
+
+    One compiled pass over the boxes (``_valid_kernel``); it performs the float64 operations of
+    ``coplanar_residuals`` and ``triangle_areas`` in the same order, so its answer is theirs bit for bit (5-10x
+    faster than the array expressions, which allocate ~40 temporaries per chunk).
     """
     if rule not in ("per_face", "omni3d"):
         raise ValueError(f"rule must be 'per_face' or 'omni3d', got {rule!r}")
-    c = _as_corners(corners)
-    out = np.zeros(len(c), dtype=bool)
-    for s in range(0, len(c), _CHUNK):  # chunks keep the temporaries in cache (3x faster on 500k boxes)
-        part = c[s:s + _CHUNK]
-        res = coplanar_residuals(part)
-        if rule == "per_face":
-            coplanar = (np.abs(res) < COPLANAR_EPS).all(axis=1)
-        else:
-            coplanar = np.abs(res.sum(axis=1)) < COPLANAR_EPS
-        nonzero = (triangle_areas(part) > NONZERO_EPS).all(axis=1)
-        out[s:s + _CHUNK] = coplanar & nonzero & np.isfinite(part).all(axis=(1, 2))
+    c = np.ascontiguousarray(_as_corners(corners))
+    out = np.zeros(len(c), dtype=np.bool_)
+    if len(c):
+        _valid_kernel(c, _QUADS, _TRIANGLES, np.bool_(rule == "omni3d"), out)
     return out
+
+
+_QUADS = np.ascontiguousarray(BOX_FACES, dtype=np.int64)
+_TRIANGLES = np.ascontiguousarray(BOX_TRIANGLES, dtype=np.int64)
+
+
+@njit(cache=True)
+def _unit(x, y, z):
+    """``_normalize`` of one vector: v / max(|v|, 1e-12) (NaN stays NaN, as np.maximum)."""
+    s = np.sqrt(x * x + y * y + z * z)
+    if s < 1e-12:
+        s = 1e-12
+    return x / s, y / s, z / s
+
+
+@njit(cache=True, nogil=True)
+def _valid_kernel(c, quads, tris, summed, out):
+    for i in range(c.shape[0]):
+        finite = True
+        for k in range(8):
+            for a in range(3):
+                if not np.isfinite(c[i, k, a]):
+                    finite = False
+        total = 0.0
+        coplanar = True
+        for q in range(quads.shape[0]):
+            v0, v1, v2, v3 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
+            ax, ay, az = _unit(c[i, v1, 0] - c[i, v0, 0], c[i, v1, 1] - c[i, v0, 1], c[i, v1, 2] - c[i, v0, 2])
+            bx, by, bz = _unit(c[i, v2, 0] - c[i, v0, 0], c[i, v2, 1] - c[i, v0, 1], c[i, v2, 2] - c[i, v0, 2])
+            nx, ny, nz = _unit(ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
+            r = ((c[i, v3, 0] - c[i, v0, 0]) * nx + (c[i, v3, 1] - c[i, v0, 1]) * ny) + (c[i, v3, 2] - c[i, v0, 2]) * nz
+            total = r if q == 0 else total + r
+            if not abs(r) < COPLANAR_EPS:
+                coplanar = False
+        if summed:
+            coplanar = abs(total) < COPLANAR_EPS
+        nonzero = True
+        for t in range(tris.shape[0]):
+            t0, t1, t2 = tris[t, 0], tris[t, 1], tris[t, 2]
+            ux, uy, uz = c[i, t1, 0] - c[i, t0, 0], c[i, t1, 1] - c[i, t0, 1], c[i, t1, 2] - c[i, t0, 2]
+            wx, wy, wz = c[i, t2, 0] - c[i, t0, 0], c[i, t2, 1] - c[i, t0, 1], c[i, t2, 2] - c[i, t0, 2]
+            xx, xy, xz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+            if not 0.5 * np.sqrt((xx * xx + xy * xy) + xz * xz) > NONZERO_EPS:
+                nonzero = False
+        out[i] = coplanar and nonzero and finite
 
 
 def box_volume(corners) -> np.ndarray:

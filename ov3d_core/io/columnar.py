@@ -28,6 +28,7 @@ import numpy as np
 
 from ov3d_core.errors import InputError
 from ov3d_core.io import jsonscan as K
+from ov3d_core.io import progress
 from ov3d_core.io._validate import (
     DTYPES, MISSING, check_file, convert_many, file_size, convert_value, describe, first_true, os_error, read_bytes,
 )
@@ -477,13 +478,17 @@ def _file_chunks(path: Path):
             yield chunk
 
 
-def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields) -> tuple[int, dict]:
-    """Scan the array whose '[' is at ``buf[start]`` and which ends at ``end``; returns (code, result)."""
+def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields,
+                 bar: progress.Counter | None = None) -> tuple[int, dict]:
+    """Scan the array whose '[' is at ``buf[start]`` and which ends at ``end``; returns (code, result). ``bar``
+    counts the bytes scanned."""
     sc = _Scanner(file, fields)
     pos, expect = start + 1, K.EXPECT_FIRST
     while True:
         code, p, expect, n = sc.call(buf, end, True, pos, expect)
         sc.keep(n, 0)
+        if bar is not None and p > pos:
+            bar.add(p - pos)
         if code == K.FULL:
             pos = p
             continue
@@ -524,11 +529,12 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
     scanners = [_Scanner(file, fields) for _ in starts]
     expects = [K.EXPECT_FIRST] + [K.EXPECT_ITEM] * (len(starts) - 1)
     jobs = list(zip(scanners, starts, stops, expects))
+    bar = progress.Counter(progress.reporter(), f"parse {p.name}", size)
     if len(jobs) > 1:
         with ThreadPoolExecutor(len(jobs)) as pool:
-            outcomes = list(pool.map(lambda job: _scan_region(p, size, *job), jobs))
+            outcomes = list(pool.map(lambda job: _scan_region(p, size, *job, bar=bar), jobs))
     else:
-        outcomes = [_scan_region(p, size, *jobs[0])]
+        outcomes = [_scan_region(p, size, *jobs[0], bar=bar)]
     used = []
     for k, (code, pos, expect) in enumerate(outcomes):
         used.append(scanners[k])
@@ -541,6 +547,7 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
         if code == K.NEED:  # the split fell inside an item: go on from here, the later regions are void
             code, pos, expect = _scan_region(p, size, scanners[k], pos, size, expect)
         break
+    bar.finish()
     if code != K.DONE:
         if code == K.NEED:
             code = K.SYNTAX
@@ -583,17 +590,20 @@ def _split_points(p: Path, start: int, size: int, n: int) -> list[int]:
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 
 
-def _scan_region(p: Path, size: int, sc: _Scanner, start: int, stop: int, expect: int):
+def _scan_region(p: Path, size: int, sc: _Scanner, start: int, stop: int, expect: int,
+                 bar: progress.Counter | None = None):
     """Scan bytes ``[start, stop)`` of the file (an array's items from ``start`` in state ``expect``). Returns
     ``(code, absolute pos, expect)``: for ``stop == size`` DONE (pos after ']') or an error (offset in
     ``sc.state[1]``, pos -1); before the end NEED with pos where the scan stopped (== stop if it ended between
-    items)."""
+    items); ``bar`` counts the bytes read."""
     last = stop == size
     buf = np.empty(min(_BLOCK_BYTES, max(stop - start, 1)), np.uint8)
     with open(p, "rb") as f:
         f.seek(start)
         base = start
         filled = _fill(f, buf, 0, stop - base)
+        if bar is not None:
+            bar.add(filled)
         pos = 0
         while True:
             eof = last and base + filled >= size
@@ -614,6 +624,8 @@ def _scan_region(p: Path, size: int, sc: _Scanner, start: int, stop: int, expect
                     buf[:keep] = buf[q:filled]
                     base += q
                 filled = _fill(f, buf, keep, stop - base)
+                if bar is not None:
+                    bar.add(filled - keep)
                 pos = 0
                 continue
             if code == K.DONE:
@@ -688,8 +700,10 @@ def read_json_document(path, sections: dict[str, tuple[Sequence[Field], Label, s
     p, size = file_size(path)
     file = str(p)
     if size and reader_choice(size) == "scan":
+        bar = progress.Counter(progress.reporter(), f"parse {p.name}", size)  # bytes of the record arrays scanned
         buf = _read_array(p, size)
-        doc = _scan_document(file, buf, sections)
+        doc = _scan_document(file, buf, sections, bar)
+        bar.finish()
         if doc is not None:
             return doc
         data = buf.tobytes()
@@ -719,7 +733,7 @@ def _sections_to_columns(file, doc, sections):
     return doc
 
 
-def _scan_document(file: str, buf: np.ndarray, sections) -> dict | None:
+def _scan_document(file: str, buf: np.ndarray, sections, bar: progress.Counter | None = None) -> dict | None:
     """The top-level object member by member: arrays of ``sections`` go through the kernel, other values are parsed
     by msgspec from their bytes. None if the document is not an object (the caller parses it and says so)."""
     stack = np.zeros(K.MAX_DEPTH + 2, np.uint8)
@@ -744,7 +758,7 @@ def _scan_document(file: str, buf: np.ndarray, sections) -> dict | None:
         key = loads_stdlib(file, buf[ks:ke].tobytes())
         if key in sections and buf[vs] == 0x5B:  # '['
             fields, label, what = sections[key]
-            code, res = _scan_memory(file, buf, vs, size, fields)
+            code, res = _scan_memory(file, buf, vs, size, fields, bar)
             if code != K.DONE:
                 return _document_failure(file, code, state if "offset" not in res else _at(res["offset"]), buf,
                                          sections)

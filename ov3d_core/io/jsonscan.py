@@ -729,7 +729,7 @@ def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, co
                         p = r
                         handled = True
         if not handled:
-            r = skip_value(buf, p, end, eof, 2, stack, state, lits)
+            r = skip_value(buf, p, end, eof, np.int64(2), stack, state, lits)
             if r < 0:
                 return r, False
             p = r
@@ -760,7 +760,7 @@ def scan_array(buf, end, eof, pos, expect, keys, key_off, key_hash, kinds, slots
     ``rec[i]`` holds each item's (start, end) offsets in buf; ``rec_kind[i]`` REC_OBJECT / REC_OTHER / REC_EXACT.
     """
     cap = len(rec)
-    n = 0
+    n = np.int64(0)  # typed, not Literal[int](0): _record and its helpers compile once
     p = pos
     while True:
         p = _ws(buf, p, end)
@@ -790,7 +790,7 @@ def scan_array(buf, end, eof, pos, expect, keys, key_off, key_hash, kinds, slots
                                pow10, pow5, lits)
             kind = REC_EXACT if exact else REC_OBJECT
         else:
-            r = skip_value(buf, p, end, eof, 1, stack, state, lits)
+            r = skip_value(buf, p, end, eof, np.int64(1), stack, state, lits)
             kind = REC_OTHER
             for f in range(len(kinds)):
                 status[n, f] = ABSENT
@@ -816,7 +816,7 @@ def object_member(buf, p, end, state):
     if p >= end or buf[p] != 34:
         state[1] = p
         return SYNTAX, 0, 0, p
-    r, flags = scan_string(buf, p, end, True, state)
+    r, flags = scan_string(buf, p, end, np.bool_(True), state)
     if r < 0:
         return SYNTAX, 0, 0, p
     if flags & 2:
@@ -848,7 +848,7 @@ def object_next(buf, p, end, state):
 @njit(cache=True)
 def skip_at(buf, p, end, depth0, stack, state, lits):
     """``skip_value`` over a complete buffer, as (code, pos after the value)."""
-    r = skip_value(buf, p, end, True, depth0, stack, state, lits)
+    r = skip_value(buf, p, end, np.bool_(True), depth0, stack, state, lits)
     if r == _R_DEEP:
         return TOO_DEEP, p
     if r < 0:

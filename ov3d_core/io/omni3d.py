@@ -28,6 +28,7 @@ from ov3d_core.io._validate import (
     as_path, first_duplicate, first_false, first_true, index_of, isin_names, warn_corner_mismatch,
 )
 from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_document
+from ov3d_core.io import progress
 from ov3d_core.model import BoxSet, Dataset
 from ov3d_core.taxonomy import IGNORE_NAMES, OMNI3D_CATEGORIES, uses_proximity
 
@@ -362,7 +363,10 @@ def load_omni3d_gt(paths, *, categories=None, name: str | None = None, environme
         frames.append(df)
         Ks.append(K)
         known_image_ids.append(df["image_id"].to_numpy())
+        step = f"convert {p.name}"
+        progress.report(step, 0, 1)
         tables.append(_parse_annotations(file, doc["annotations"], file_table))
+        progress.report(step, 1, 1)
         file_names.append(file)
 
     # Uniqueness across files, naming the file and record of the first duplicate.

@@ -32,6 +32,7 @@ from ov3d_core.geometry.boxes import corners_from_pose
 from ov3d_core.io._validate import check_file, file_size, first_false, first_true, index_of, isin_codes, os_error
 from ov3d_core.io import pthfile
 from ov3d_core.io.columnar import Columns, DictColumns, Field, read_json_list
+from ov3d_core.io import progress
 from ov3d_core.io.yaml_safe import Kind
 from ov3d_core.model import BoxSet, Dataset, Run
 from ov3d_core.taxonomy import OMNI3D_50, OMNI3D_CATEGORIES, OMNI3D_NAME_TO_ID
@@ -113,7 +114,10 @@ def load_predictions(path, dataset: Dataset, *, name: str | None = None, format:
         else:
             table = {**OMNI3D_CATEGORIES, **dataset_category_ids(dataset)}
             id_source = "the dataset's categories or the Omni3D table"
+    step = f"convert {p.name}"
+    progress.report(step, 0, 1)
     pred, codes, names = _build(rs, dataset, table, id_source)
+    progress.report(step, 1, 1)
     meta = {**meta, "format": fmt, "out_of_vocabulary": _out_of_vocabulary(codes, names, pred.data["in_vocab"])}
     if cat_list is not None:
         meta["category_list"] = tuple(cat_list)
