@@ -49,6 +49,15 @@ def _box_key(kind: str, run: str, rec) -> tuple[str, int, int | None]:
     return f"gt||{int(rec['gt_row'])}", int(rec["image_id"]), g
 
 
+def _columns(df: pd.DataFrame) -> dict:
+    """Counts as integers (``n_*`` and ``disagreement``, stored as floats by the ranking), other floats with three
+    decimals."""
+    cfg = {c: st.column_config.NumberColumn(c, format="%d") for c in df.columns
+           if c.startswith("n_") or c == "disagreement"}
+    rest = tuple(c for c in df.columns if c not in cfg and df[c].dtype.kind == "f")
+    return ui.fmt_table(df, fraction=rest) | cfg
+
+
 def _open_scene(image_id: int, highlight: str | None, run: str | None):
     ui.set_state(image_id=int(image_id), highlight=highlight, focus_run=run or ui.get("focus_run"), f_classes=[],
                  f_errors=[], f_run="", f_min_score=0.0)
@@ -126,7 +135,8 @@ with ui.guard("The failure-mining list"):
     m1, m2, m3 = st.columns(3)
     m1.metric("Images", f"{len(images)}")
     m2.metric("Boxes", f"{len(boxes)}")
-    m3.metric("Ranked by", ranking.value)
+    m3.metric("Top image", f"{int(images['image_id'].iloc[0])}" if len(images) else MISSING,
+              help=f"Images are ranked by {ranking.value} (ties: more boxes, then the lower image id).")
     if images.empty:
         st.info("Nothing to mine: no image has such a box for this run, protocol and threshold.")
         st.stop()
@@ -138,7 +148,7 @@ with ui.guard("The failure-mining list"):
         key = f"mine_images:{kind}:{n_open}"
         st.dataframe(images, hide_index=True, key=key, on_select=lambda: _on_image_row(images, key),
                      selection_mode="single-row", placeholder=MISSING, height=min(38 + 35 * len(images), 420),
-                     column_config=ui.fmt_table(images, fraction=(ranking.value, "ap_gain")))
+                     column_config=_columns(images))
         ui.export_table(images, f"mining_{kind}_{ctx.dataset}", "mine_img_x")
     first = boxes.groupby("image_id", sort=False).head(1).set_index("image_id")  # each image's top box
     opened = st.session_state.pop("_mine_open", None)
@@ -156,8 +166,7 @@ with ui.guard("The failure-mining list"):
         bkey = f"mine_boxes:{kind}:{pick}"
         st.dataframe(sub, hide_index=True, key=bkey, on_select=lambda: _on_box_row(bkey),
                      selection_mode="single-row", placeholder=MISSING, height=min(38 + 35 * len(sub), 380),
-                     column_config=ui.fmt_table(sub, fraction=tuple(c for c in sub.columns if sub[c].dtype.kind == "f"
-                                                                    and c != "image_id")))
+                     column_config=_columns(sub))
         ui.export_table(sub, f"mining_{kind}_boxes_{ctx.dataset}", "mine_box_x")
         i = int(st.session_state.get("_mine_box", 0))
         rec = sub.iloc[min(i, len(sub) - 1)].to_dict()
@@ -201,9 +210,11 @@ with ui.guard("The failure-mining list"):
                        f"{'es' if rec.n_boxes != 1 else ''}")
             top = first.loc[image_id].to_dict() | {"image_id": image_id}
             hl, _, _ = _box_key(kind, run, top)
-            o1, o2 = st.columns(2)
-            if o1.button("Open", key=f"mine_open_{image_id}", icon=":material/open_in_new:", width="stretch"):
+            o1, o2 = st.columns([3, 1.3])
+            if o1.button("Open", key=f"mine_open_{image_id}", icon=":material/open_in_new:", width="stretch",
+                         help="This image in the scene inspector, its top box highlighted."):
                 _open_scene(image_id, hl, run)
-            if o2.button("Pin", key=f"mine_pin_{image_id}", icon=":material/push_pin:", width="stretch"):
+            if o2.button("", key=f"mine_pin_{image_id}", icon=":material/push_pin:", width="stretch",
+                         help=f"Pin the inspector on this image and tag it '{PIN_TAG}'."):
                 _pin_image(image_id, hl, run)
                 st.toast(f"Pinned image {image_id}", icon=":material/push_pin:")

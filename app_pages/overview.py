@@ -212,7 +212,8 @@ with ui.guard("Per-category AP"):
             pc.insert(pc.columns.get_loc("AP3D") + 1, "AP3D_lo", pc.pop("AP3D_lo"))
             pc.insert(pc.columns.get_loc("AP3D_lo") + 1, "AP3D_hi", pc.pop("AP3D_hi"))
             fig = with_error_bars(fig, {(r, c): (lo, hi) for r, c, lo, hi in
-                                        pc[["run", "category", "AP3D_lo", "AP3D_hi"]].itertuples(index=False)})
+                                        pc[["run", "category", "AP3D_lo", "AP3D_hi"]].itertuples(index=False)},
+                                  labels=False)
         st.caption("Click a bar to select that category and run. Missing bars: no ground truth of that class.")
         ui.plot(fig, "cat_bars", on_select=_on_bar, export_name=f"per_category_{ctx.dataset}")
         if cat:
@@ -275,7 +276,8 @@ with ui.guard("The paired comparison"):
             fig = bars.grouped_bars(shown_cat.assign(series="A − B"), "category", "diff", "series",
                                     y_title=f"AP3D: {cmp_.name_a} − {cmp_.name_b}", height=360)
             fig = with_error_bars(fig, {("A − B", c): (lo, hi) for c, lo, hi in
-                                        shown_cat[["category", "lo", "hi"]].itertuples(index=False)})
+                                        shown_cat[["category", "lo", "hi"]].itertuples(index=False)},
+                                  labels=len(shown_cat) <= 12)
             ui.plot(fig, "pair_bars", export_name="paired_per_category")
             st.dataframe(per_cat, hide_index=True, key="pair_cat", placeholder=MISSING, column_config=ui.fmt_table(
                 per_cat, fraction=(cmp_.name_a, cmp_.name_b, "diff", "lo", "hi", "p_value", "p_adjusted")))

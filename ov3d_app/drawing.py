@@ -118,10 +118,11 @@ def grid_thumbnail(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame
                                 size=size)
 
 
-def with_error_bars(fig, lo_hi: dict):
+def with_error_bars(fig, lo_hi: dict, *, labels: bool = True):
     """A copy of a bar figure of ``viz.bars`` with asymmetric error bars: ``lo_hi[(trace name, x)] = (lo, hi)``
     (trace name "" for a single-trace chart); bars without an interval get none. The value labels move inside the
-    bars so that the whiskers stay readable."""
+    bars so that the whiskers stay readable (``labels=False``: no labels, for charts of many thin bars; the hover
+    still shows the value)."""
     import plotly.graph_objects as go
 
     fig = go.Figure(fig)
@@ -135,8 +136,11 @@ def with_error_bars(fig, lo_hi: dict):
         tr.error_y = dict(type="data", symmetric=False, array=np.nan_to_num(hi - ys, nan=0.0).clip(0),
                           arrayminus=np.nan_to_num(ys - lo, nan=0.0).clip(0), visible=True, thickness=1.3,
                           width=3, color="#333333")
-        tr.textposition = "inside"
-        tr.insidetextanchor = "end"
+        if labels:
+            tr.textposition = "inside"
+            tr.insidetextanchor = "end"
+        else:
+            tr.text = None
     return fig
 
 
@@ -179,8 +183,11 @@ def object_crop(cfg_key: str, dataset: str, image_id: int, gt_row: int, run: str
         sx, sy = full.width / max(w, 1), full.height / max(h, 1)
         if x2 - x1 >= 2 and y2 - y1 >= 2:
             full = full.crop((int(x1 * sx), int(y1 * sy), int(np.ceil(x2 * sx)), int(np.ceil(y2 * sy))))
-    k = size / max(full.size)  # one size for every crop of a row (small objects are scaled up)
+    k = size / max(full.size)  # one square size for every crop of a row (small objects are scaled up)
     full = full.resize((max(1, round(full.width * k)), max(1, round(full.height * k))), Image.BILINEAR)
+    canvas = Image.new("RGB", (size, size), (30, 30, 30))
+    canvas.paste(full, ((size - full.width) // 2, (size - full.height) // 2))
+    full = canvas
     buf = io.BytesIO()
     full.save(buf, format="JPEG", quality=88)
     return buf.getvalue()
