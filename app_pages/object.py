@@ -87,8 +87,9 @@ with ui.guard("The object view"):
                 else:
                     colour = STATUS_COLORS.get(rec.status or "", "#999999")
                     named = "right class" if rec.correct_class else "wrong class"
+                    overlap = f"IoU {rec.iou3d:.2f}" if rec.iou3d > 0 else f"no 3D overlap (2D IoU {rec.iou2d:.2f})"
                     st.markdown(f"<span style='color:{colour}'>■</span> {ui.md(rec.pred_class or 'no class')} "
-                                f"{rec.score:.2f} · IoU {rec.iou3d:.2f} · {ui.md(rec.status or '')} · {named}",
+                                f"{rec.score:.2f} · {overlap} · {ui.md(rec.status or '')} · {named}",
                                 unsafe_allow_html=True)
                     if st.button("Open", key=f"obj_open_{rec.run}", icon=":material/open_in_new:", width="stretch"):
                         _open_scene(ov.image_id, f"pred|{rec.run}|{p}", rec.run)

@@ -176,7 +176,7 @@ with ui.guard("The leaderboard"):
         with st.expander("About the runs"):
             st.markdown("\n".join(f"- **{ui.md(r)}**: {ui.md(d)}" for r, d in notes if d))
 
-if INTERVALS:
+if INTERVALS and ctx.all_runs:
     with ui.guard("The significance tiers"):
         st.subheader(f"Which gaps are real? Significance tiers on {ui.md(ctx.dataset)}")
         t1, t2 = st.columns([1, 2])
