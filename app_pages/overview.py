@@ -29,8 +29,9 @@ ctx = ui.need_context()
 A = cache.analysis(ctx.cfg_key)
 
 AP_COLS = AP_KEYS
-#: Bootstrap settings offered (resamples, interval level) and the one seed: every page and ``ov3d report`` draw the
-#: same image resamples for a dataset.
+#: Bootstrap settings offered (resamples, interval level) and the one seed, ``Analysis.bootstrap``'s default: the
+#: intervals, tiers and paired tests of a dataset share one set of image resamples, the same a notebook or the CLI
+#: draws with the default seed.
 RESAMPLES = (200, 1000, 2000)
 LEVELS = (0.90, 0.95, 0.99)
 SEED = 0
@@ -162,10 +163,9 @@ with ui.guard("The leaderboard"):
                           for (ds, run), f in frames.items()], ignore_index=True)
         here = board[board["dataset"] == ctx.dataset]
         chart = bars.leaderboard_bars(here, list(CHART_METRICS), title=f"AP on {ctx.dataset} ({LEVEL:.0%} intervals)")
-        ui.plot(with_error_bars(chart, {(r, m): (f["lo"], f["hi"]) for (ds, r), fr in frames.items()
-                                                   if ds == ctx.dataset
-                                                   for m, f in fr.set_index("metric").iterrows()}),
-                "lb_chart", export_name=f"leaderboard_ci_{ctx.dataset}")
+        whiskers = {(run, rec.metric): (rec.lo, rec.hi) for (ds, run), f in frames.items() if ds == ctx.dataset
+                    for rec in f.itertuples()}
+        ui.plot(with_error_bars(chart, whiskers), "lb_chart", export_name=f"leaderboard_ci_{ctx.dataset}")
         with st.expander("Intervals (every headline number)"):
             st.dataframe(long, hide_index=True, placeholder=MISSING, key="lb_ci",
                          column_config=ui.fmt_table(long, fraction=("value", "lo", "hi", "se")))
