@@ -146,6 +146,8 @@ with ui.guard("The leaderboard"):
         shown = shown.drop(columns=["n_out_of_vocabulary"])
     frames: dict = {}
     if INTERVALS and len(shown):
+        slot.dataframe(shown, hide_index=True, placeholder=MISSING,  # the numbers stay visible meanwhile
+                       column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
         bar = st.progress(0.0, text=f"Bootstrapping the leaderboard ({B} resamples per run)")
         for k, (ds, run) in enumerate(zip(shown["dataset"], shown["run"])):
             frames[(ds, run)] = _bootstrap(ctx.view(run, dataset=ds)).to_frame()
