@@ -93,6 +93,12 @@ def test_pins_add_views_and_tag_the_image(tiny_demo, core):
         assert len(views) == 2 and views[1]["page"] == "scene" and views[1]["params"]["img"] == str(image_id)
         assert views[1]["params"]["hl"].startswith(f"pred|{run}|")
         assert "for the talk" in TagStore(path).get(DS, image_id).tags
+        at.selectbox(key="w:mine_kind").set_value("missed-by-all").run()
+        at.sidebar.button(key="view_go_0").click().run()  # the Lab-meeting list brings the pinned list back
+        assert not problems(at), problems(at)
+        assert at.title[0].value == "Failure mining" and at.selectbox(key="w:mine_kind").value == "depth-error"
+        at.sidebar.button(key="view_go_1").click().run()  # and the pinned image, in the inspector
+        assert at.title[0].value == "Scene inspector" and int(at.session_state["image_id"]) == image_id
     finally:
         path.unlink(missing_ok=True)
 
