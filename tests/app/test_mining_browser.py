@@ -1,7 +1,7 @@
 """The failure-mining page and the object view in headless Chromium (a real ``streamlit run app.py`` on the tiny
 demo, ``tests.app.live``): each renders its main content without a Streamlit exception; a click on "Every run on
-its GT" in the mining list opens the object view, which draws one crop per run; "Open" on a ranked image opens the
-scene inspector with that image in the URL. Screenshots (1600 x 1000) go to a temporary folder (printed)."""
+its GT" in the mining list opens the object view, which draws one crop per run; "Open" on a ranked image, or a
+click on its row of the ranked table, opens the scene inspector on that image with its top box highlighted. Screenshots (1600 x 1000) go to a temporary folder (printed)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,26 @@ def test_a_ranked_image_opens_the_inspector_in_chromium(live):
     _no_exception(page)
     page.wait_for_function("() => location.search.includes('img=') && location.search.includes('hl=pred')",
                            timeout=30_000)
+
+
+def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
+    from ov3d_core.analysis import Analysis
+
+    url, page, _ = live
+    a = Analysis.from_yaml(tiny_demo / "benchmark.yaml")
+    run = a.runs("demo_indoor")[0]  # the page's default run
+    ranking = a.mine(a.view("demo_indoor", run), "depth-error")
+    second = int(ranking.images["image_id"].iloc[1])
+    top = int(ranking.boxes.loc[ranking.boxes["image_id"] == second, "pred_row"].iloc[0])
+    open_page(page, f"{url}/mining?ds=demo_indoor&mine=depth-error", "Failure mining")
+    table = page.locator('[data-testid="stMainBlockContainer"] [data-testid="stDataFrame"]').first
+    table.wait_for()
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 14, box["y"] + 35 + 35 + 17)  # the selection cell of the second-ranked image
+    page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first.wait_for()
+    wait_idle(page)
+    _no_exception(page)
+    page.wait_for_function("() => location.search.includes('img=') && location.search.includes('hl=pred')",
+                           timeout=30_000)
+    params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
+    assert params["img"] == str(second) and params["hl"] == f"pred|{run}|{top}"
