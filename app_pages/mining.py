@@ -77,7 +77,7 @@ def _on_image_row(images: pd.DataFrame, key: str):
 
 def _on_box_row(key: str):
     rows = selection.dataframe_rows(st.session_state.get(key))
-    st.session_state["_mine_box"] = rows[0] if rows else 0
+    st.session_state["_mine_box"] = (key, rows[0] if rows else 0)  # a row of that table only
 
 
 def _scene_view(image_id: int, highlight: str | None, run: str | None) -> dict:
@@ -168,7 +168,8 @@ with ui.guard("The failure-mining list"):
                      selection_mode="single-row", placeholder=MISSING, height=min(38 + 35 * len(sub), 380),
                      column_config=_columns(sub))
         ui.export_table(sub, f"mining_{kind}_boxes_{ctx.dataset}", "mine_box_x")
-        i = int(st.session_state.get("_mine_box", 0))
+        box_key, i = st.session_state.get("_mine_box") or (None, 0)
+        i = int(i) if box_key == bkey else 0
         rec = sub.iloc[min(i, len(sub) - 1)].to_dict()
         hl, img, g = _box_key(kind, run, rec)
         what = hl.split("|")
