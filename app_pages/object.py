@@ -1,6 +1,7 @@
 """Object view (the paper's Fig. 1): one GT object against every run. Per run, its best-overlapping prediction (3D
 IoU, any class, any status; ``Analysis.object_view``) drawn with the GT on a crop of the image, the table of IoU,
-class, score and status, and the one sentence that sums it up ("5 of 5 runs localise this chair, none names it").
+class, score and status, and the one sentence that sums it up ("5 of 5 runs localise this chair, none names it"); a 3D view draws every run's
+box around the object in the point cloud.
 
 Its own page (not a section of the mining page) because four pages lead here (confusion cells, the oracle's removed
 false positives, mining lists, and through them the leaderboard) and because one object is a slide of its own: the
@@ -15,12 +16,15 @@ import streamlit as st
 from ov3d_app import cache, drawing, ui
 from ov3d_app.drawing import MISSING
 from ov3d_core.viz.image_overlay import STATUS_COLORS
+from ov3d_core.viz.scene3d import scene_figure
 
 ui.page_header("Object view", "One ground-truth object, every run: each run's best-overlapping box (any class) "
-               "drawn in its status colour beside the GT (white), with 3D IoU, predicted class and score. "
+               "drawn in its status colour beside the GT (yellow), with 3D IoU, predicted class and score. "
                "'Localised': 3D IoU ≥ 0.15 (class-agnostic recall); status at the sidebar's IoU.")
 ctx = ui.need_context()
 PER_ROW = 6
+#: Points of the 3D view (the scene inspector's default budget).
+BUDGET_3D = 20_000
 
 
 def _open_scene(image_id: int, highlight: str, run: str | None):
@@ -93,6 +97,15 @@ with ui.guard("The object view"):
                                 unsafe_allow_html=True)
                     if st.button("Open", key=f"obj_open_{rec.run}", icon=":material/open_in_new:", width="stretch"):
                         _open_scene(ov.image_id, f"pred|{rec.run}|{p}", rec.run)
+    if st.toggle("3D view (every run's box around the object, one colour per run)", key="obj_3d"):
+        with ui.guard("The 3D view"):
+            meta = cache.image_meta(ctx.cfg_key, ctx.dataset, ov.image_id)
+            pc = cache.point_cloud(ctx.cfg_key, ctx.dataset, ov.image_id, BUDGET_3D)
+            fig = scene_figure(None if pc is None else pc.points, drawing.object_layers(ctx.cfg_key, ctx.dataset, g,
+                                                                                       table),
+                               K=meta["K"], width=meta["width"], height=meta["height"],
+                               colors=None if pc is None else pc.colors, budget=BUDGET_3D, fig_height=520)
+            ui.plot(fig, "obj_3d_fig", export_name=f"object3d_{ctx.dataset}_{g}", config={"plotGlPixelRatio": 1})
     st.dataframe(table, hide_index=True, key="obj_table", placeholder=MISSING,
                  column_config=ui.fmt_table(table, fraction=("iou3d", "iou2d", "score")))
     ui.export_table(table, f"object_{ctx.dataset}_{g}", "obj_x", caption=ov.sentence())

@@ -144,8 +144,26 @@ def with_error_bars(fig, lo_hi: dict, *, labels: bool = True):
     return fig
 
 
-#: Colour of the GT box in the object view's crops.
-OBJECT_GT_COLOR = "#ffffff"
+#: Colour of the GT box in the object view (its crops and its 3D view): the app's highlight colour.
+OBJECT_GT_COLOR = HIGHLIGHT_COLOR
+
+
+def object_layers(cfg_key: str, dataset: str, gt_row: int, table: pd.DataFrame) -> list[BoxLayer]:
+    """The object view's boxes for the 3D view: the GT object, then each run's best-overlapping prediction
+    (``ObjectView.to_frame()`` rows; runs without one are skipped) in that run's colour, labelled with its class,
+    score and status."""
+    runs = table["run"].astype(str).tolist()
+    colors = class_colors(runs)
+    layers = [BoxLayer(name=f"GT {gt_row}", corners=cache.corners_of(cfg_key, dataset, "gt", "", [gt_row]),
+                       color=OBJECT_GT_COLOR, labels=[f"GT {gt_row}"], width=5.0)]
+    for rec in table.itertuples(index=False):
+        if pd.isna(rec.pred_row):
+            continue
+        text = f"{rec.run}: {rec.pred_class} {rec.score:.2f} · IoU {rec.iou3d:.2f} · {rec.status}"
+        layers.append(BoxLayer(name=text, corners=cache.corners_of(cfg_key, dataset, "pred", rec.run,
+                                                                   [int(rec.pred_row)]),
+                               color=colors[str(rec.run)], labels=[text], width=3.0))
+    return layers
 
 
 @st.cache_data(show_spinner=False, max_entries=512)

@@ -119,6 +119,20 @@ def test_object_view_shows_every_run(tiny_demo, core, ds):
                                                                                      for r in with_box}
 
 
+def test_object_view_3d_draws_the_gt_and_every_runs_box(tiny_demo, core):
+    import json
+
+    at = app("app_pages/object.py", ds=DS, gt="6")
+    at.toggle(key="obj_3d").set_value(True).run()
+    assert not problems(at), problems(at)
+    ov = core.object_view(core.view(DS), 6, runs=tuple(core.runs(DS)))
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if '"scene"' in c.proto.spec)
+    names = {tr.get("name") for tr in spec["data"] if tr.get("mode") == "lines"}
+    assert "GT 6" in names
+    runs_drawn = {n.split(":")[0] for n in names if n and ":" in n}
+    assert runs_drawn == {r.run for r in ov.to_frame().itertuples() if not pd.isna(r.pred_row)}
+
+
 def test_object_view_picks_an_object_by_image(tiny_demo, core):
     at = app("app_pages/object.py", ds=DS, gt="0")
     images = at.selectbox(key="obj_image:0").options
