@@ -15,7 +15,6 @@ import streamlit as st
 
 from ov3d_app import cache, drawing, ui
 from ov3d_app.drawing import MISSING
-from ov3d_core.viz.image_overlay import STATUS_COLORS
 from ov3d_core.viz.scene3d import scene_figure
 
 ui.page_header("Object view", "One ground-truth object, every run: each run's best-overlapping box (any class) "
@@ -23,6 +22,8 @@ ui.page_header("Object view", "One ground-truth object, every run: each run's be
                "'Localised': 3D IoU ≥ 0.15 (class-agnostic recall); status at the sidebar's IoU.")
 ctx = ui.need_context()
 PER_ROW = 6
+#: Streamlit's named colours nearest to ``viz.image_overlay.STATUS_COLORS`` (the crops' box colours).
+STATUS_MD_COLOR = {"TP": "green", "FP": "red", "mislabelled": "violet", "ignored": "gray", "not evaluated": "gray"}
 #: Points of the 3D view (the scene inspector's default budget).
 BUDGET_3D = 20_000
 
@@ -89,12 +90,11 @@ with ui.guard("The object view"):
                 if p is None:
                     st.caption("no prediction overlaps this object")
                 else:
-                    colour = STATUS_COLORS.get(rec.status or "", "#999999")
+                    colour = STATUS_MD_COLOR.get(rec.status or "", "gray")
                     named = "right class" if rec.correct_class else "wrong class"
                     overlap = f"IoU {rec.iou3d:.2f}" if rec.iou3d > 0 else f"no 3D overlap (2D IoU {rec.iou2d:.2f})"
-                    st.markdown(f"<span style='color:{colour}'>■</span> {ui.md(rec.pred_class or 'no class')} "
-                                f"{rec.score:.2f} · {overlap} · {ui.md(rec.status or '')} · {named}",
-                                unsafe_allow_html=True)
+                    st.markdown(f":{colour}[■] {ui.md(rec.pred_class or 'no class')} {rec.score:.2f} · {overlap} · "
+                                f"{ui.md(rec.status or '')} · {named}")
                     if st.button("Open", key=f"obj_open_{rec.run}", icon=":material/open_in_new:", width="stretch"):
                         _open_scene(ov.image_id, f"pred|{rec.run}|{p}", rec.run)
     if st.toggle("3D view (every run's box around the object, one colour per run)", key="obj_3d"):

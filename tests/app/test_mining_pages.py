@@ -165,3 +165,22 @@ def test_the_oracle_page_opens_the_gt_a_removed_prediction_overlaps(tiny_demo, c
     assert not problems(at), problems(at)
     assert at.title[0].value == "Object view"
     assert int(at.session_state["gt_row"]) == int(removed["other_gt_row"].iloc[0])
+
+
+@pytest.mark.parametrize("page, query", [("app_pages/mining.py", {"mine": "cross-class"}),
+                                         ("app_pages/mining.py", {"mine": "disagreement"}),
+                                         ("app_pages/object.py", {"gt": "0"})])
+def test_markup_in_names_is_shown_as_text(tiny_demo, tmp_path_factory, page, query):
+    """Class, run and dataset names with HTML, links and Markdown (``tests.app.hostile``) are text on the new pages."""
+    from tests.app import hostile
+    from tests.app.test_security import shown_texts
+
+    cfg = hostile.build(tmp_path_factory.mktemp("hostile_mining"))
+    at = app(page, src="config", cfg=str(cfg), run=hostile.RUN, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    texts = shown_texts(at)
+    for t in texts:
+        for bad in hostile.ALL:
+            assert bad not in t, f"{bad!r} rendered raw in {t!r}"
+    assert all(not m.proto.allow_html for m in at.markdown)
+    assert at.session_state["dataset"] == hostile.DATASET and at.dataframe  # the page drew its tables
