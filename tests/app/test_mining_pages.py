@@ -168,7 +168,7 @@ def test_the_oracle_page_opens_the_gt_a_removed_prediction_overlaps(tiny_demo, c
 
 
 @pytest.mark.parametrize("page, query", [("app_pages/mining.py", {"mine": "cross-class"}),
-                                         ("app_pages/mining.py", {"mine": "disagreement"}),
+                                         ("app_pages/mining.py", {"mine": "missed-by-all"}),
                                          ("app_pages/object.py", {"gt": "0"})])
 def test_markup_in_names_is_shown_as_text(tiny_demo, tmp_path_factory, page, query):
     """Class, run and dataset names with HTML, links and Markdown (``tests.app.hostile``) are text on the new pages."""
