@@ -70,9 +70,15 @@ def _gallery(ctx, run: str, cm, cell: tuple[str, str], level: str, matched_gt: n
             cap = f"GT **{ui.md(ds.gt.category[g])}**"
             cap += f" → **{ui.md(pred.category[p])}** {pred.score[p]:.2f} · IoU {iou:.2f}" if p is not None else " · missed"
             st.caption(f"image {image_id} · {cap}")
-            if st.button("Open", key=f"open_{k}", icon=":material/open_in_new:", width="stretch"):
+            b1, b2 = st.columns(2)
+            if b1.button("Open", key=f"open_{k}", icon=":material/open_in_new:", width="stretch",
+                         help="This image in the scene inspector, the box highlighted."):
                 _open(image_id, run, p, g)
                 st.switch_page("app_pages/scene.py")
+            if b2.button("Runs", key=f"object_{k}", icon=":material/center_focus_strong:", width="stretch",
+                         help="The object view: every run's box and label on this GT object."):
+                ui.set_state(gt_row=int(g))
+                st.switch_page("app_pages/object.py")
     if total > GALLERY:
         st.caption(f"Showing the {GALLERY} best-overlapping of {total}.")
 

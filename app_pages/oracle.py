@@ -67,6 +67,18 @@ with ui.guard("The protocol comparison"):
     st.dataframe(removed, hide_index=True, on_select=lambda: _on_removed(removed), selection_mode="single-row",
                  key="or_removed", column_config=ui.fmt_table(removed, fraction=("score", "max_iou_other")))
     ui.export_table(removed, f"oracle_removed_{run}", "or_rm")
+    hl = selection.parse_highlight(ui.get("highlight"))
+    picked = removed[removed["pred_row"] == hl[2]] if hl and hl[0] == "pred" and hl[1] == run else removed.iloc[:0]
+    with_gt = (picked if len(picked) else removed).dropna(subset=["other_gt_row"])
+    if len(with_gt):
+        rec = with_gt.iloc[0]
+        if st.button(f"Every run on the GT it overlaps (prediction {int(rec['pred_row'])} → GT "
+                     f"{int(rec['other_gt_row'])}, {ui.md(rec['other_class'])})", key="or_object",
+                     icon=":material/center_focus_strong:",
+                     help="The object view: each run's best-overlapping box and label for that GT object (the "
+                          "selected row, else the first removed prediction that overlaps a GT)."):
+            ui.set_state(gt_row=int(rec["other_gt_row"]))
+            st.switch_page("app_pages/object.py")
 
     images = list(dict.fromkeys(removed["image_id"].astype(int).tolist()))
     if ui.get("image_id") not in images:

@@ -2,6 +2,11 @@
 
 Selecting a leaderboard row makes its dataset and run active; clicking a category bar selects that category; both
 lead to the scene inspector filtered to the matching detections.
+
+Statistics (off by default: a bootstrap takes seconds): the "Intervals" toggle adds image-bootstrap intervals
+(``Analysis.bootstrap``, seed ``SEED``) to the leaderboard, its AP chart and the per-category table and bars, with
+the significance tiers of the active dataset (``Analysis.leaderboard_tiers``); the "Paired comparison" toggle tests
+run A against run B, or one run under both protocols (``Analysis.paired``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from ov3d_app import cache, selection, ui
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import AP_KEYS, SUMMARY_KEYS
 from ov3d_core.viz import bars
-from ov3d_app.drawing import MISSING
+from ov3d_app.drawing import MISSING, with_error_bars
 
 ui.page_header("Overview", "mAP3D (Omni3D protocol: mean AP over 3D IoU 0.05:0.05:0.50) per dataset and run, with "
                "AP at 3D IoU 0.15/0.25/0.50, near/medium/far and 3D class-agnostic recall at IoU 0.15. AP in percent.")
@@ -24,6 +29,15 @@ ctx = ui.need_context()
 A = cache.analysis(ctx.cfg_key)
 
 AP_COLS = AP_KEYS
+#: Bootstrap settings offered (resamples, interval level) and the one seed, ``Analysis.bootstrap``'s default: the
+#: intervals, tiers and paired tests of a dataset share one set of image resamples, the same a notebook or the CLI
+#: draws with the default seed.
+RESAMPLES = (200, 1000, 2000)
+LEVELS = (0.90, 0.95, 0.99)
+SEED = 0
+CORRECTIONS = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery rate)"}
+#: The leaderboard's AP chart (with error bars when intervals are on).
+CHART_METRICS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50")
 #: The leaderboard columns shown (the rest of ``Analysis.leaderboard_row`` is in the export).
 SHOWN = ["dataset", "run", *SUMMARY_KEYS, "n_out_of_vocabulary", "in_domain"]
 
@@ -59,6 +73,47 @@ def _metrics(rec) -> None:
                    help="Fraction of GT matched by some prediction at 3D IoU ≥ 0.15, whatever its label.")
 
 
+def _fmt_interval(metric: str, lo: float, hi: float) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return MISSING
+    d = 3 if metric == "recall3D@15" else 1
+    return f"[{lo:.{d}f}, {hi:.{d}f}]"
+
+
+def _ci_name(metric: str) -> str:
+    return f"{metric} {LEVEL:.0%} CI"
+
+
+def _bootstrap(view):
+    return A.bootstrap(view, n_resamples=B, seed=SEED, level=LEVEL)
+
+
+def _with_intervals(shown: pd.DataFrame, frames: dict) -> pd.DataFrame:
+    """The leaderboard with a "[lo, hi]" column after each headline column (``frames``: (dataset, run) ->
+    ``BootstrapResult.to_frame()``)."""
+    out = shown.copy()
+    for m in [c for c in SUMMARY_KEYS if c in out.columns][::-1]:
+        col = []
+        for ds, run in zip(out["dataset"], out["run"]):
+            f = frames.get((ds, run))
+            rec = None if f is None else f.set_index("metric").loc[m]
+            col.append(MISSING if rec is None else _fmt_interval(m, rec["lo"], rec["hi"]))
+        out.insert(out.columns.get_loc(m) + 1, _ci_name(m), col)
+    return out
+
+
+def _open_mining(run: str):
+    ui.set_state(focus_run=run)
+    st.switch_page("app_pages/mining.py")
+
+
+s1, s2, s3 = st.columns([1.3, 2, 2])
+INTERVALS = s1.toggle("Intervals", key="ci_on", help="Image-bootstrap confidence intervals (BCa) on the leaderboard, "
+                      "its AP chart and the per-category numbers, and the significance tiers. Takes seconds.")
+B = int(s2.select_slider("Bootstrap resamples", RESAMPLES, value=1000, key="ci_B",
+                         help="Resamples of the images (with replacement); also used by the paired comparison."))
+LEVEL = float(s3.select_slider("Interval level", LEVELS, value=0.95, key="ci_level", format_func="{:.0%}".format))
+
 with ui.guard("The leaderboard"):
     st.subheader("Leaderboard")
     everywhere = st.toggle("All datasets", key="lb_all", help="Score every run on every dataset of the benchmark "
@@ -66,6 +121,9 @@ with ui.guard("The leaderboard"):
     focus = ui.get("focus_run") if ui.get("focus_run") in ctx.all_runs else (ctx.runs[0] if ctx.runs else None)
     if focus is not None:  # the active run first: it is what the page opens on
         _metrics(A.leaderboard_row(ctx.view(focus)))
+        if st.button(f"Failure mining of {ui.md(focus)}", key="lb_mine", icon=":material/manage_search:",
+                     help="The images where this run fails, ranked (cross-class false positives first)."):
+            _open_mining(focus)
     st.caption("Select a row to make its dataset and run active. Under the target-aware protocol each image is "
                "prompted only with its GT classes, which hides cross-class false positives (see the Oracle page).")
     slot = st.empty()
@@ -86,15 +144,59 @@ with ui.guard("The leaderboard"):
     shown = board.drop(columns=["in_domain"]) if board["in_domain"].isna().all() else board
     if not shown["n_out_of_vocabulary"].any():
         shown = shown.drop(columns=["n_out_of_vocabulary"])
+    frames: dict = {}
+    if INTERVALS and len(shown):
+        slot.dataframe(shown, hide_index=True, placeholder=MISSING,  # the numbers stay visible meanwhile
+                       column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)))
+        bar = st.progress(0.0, text=f"Bootstrapping the leaderboard ({B} resamples per run)")
+        for k, (ds, run) in enumerate(zip(shown["dataset"], shown["run"])):
+            frames[(ds, run)] = _bootstrap(ctx.view(run, dataset=ds)).to_frame()
+            bar.progress((k + 1) / len(shown), text=f"Bootstrapping the leaderboard: {k + 1} / {len(shown)} runs")
+        bar.empty()
+        shown = _with_intervals(shown, frames)
     slot.dataframe(shown, hide_index=True, on_select=lambda: _on_row(board), selection_mode="single-row",
                    key="lb_table", column_config=ui.fmt_table(shown, percent=AP_COLS, fraction=("recall3D@15",)),
                    placeholder=MISSING)
     ui.export_table(shown, f"leaderboard_{ctx.protocol}", "lb", caption=f"mAP3D ({ctx.protocol} protocol)")
+    if frames:
+        st.caption(f"{LEVEL:.0%} intervals: BCa over {B} image resamples (seed {SEED}; the image is the unit, its "
+                   "boxes are not independent). Intervals of rare classes and AP3D@50 on small sets are optimistic.")
+        long = pd.concat([f.assign(dataset=ds, run=run)[["dataset", "run", *f.columns]]
+                          for (ds, run), f in frames.items()], ignore_index=True)
+        here = board[board["dataset"] == ctx.dataset]
+        chart = bars.leaderboard_bars(here, list(CHART_METRICS), title=f"AP on {ctx.dataset} ({LEVEL:.0%} intervals)")
+        whiskers = {(run, rec.metric): (rec.lo, rec.hi) for (ds, run), f in frames.items() if ds == ctx.dataset
+                    for rec in f.itertuples()}
+        ui.plot(with_error_bars(chart, whiskers), "lb_chart", export_name=f"leaderboard_ci_{ctx.dataset}")
+        with st.expander("Intervals (every headline number)"):
+            st.dataframe(long, hide_index=True, placeholder=MISSING, key="lb_ci",
+                         column_config=ui.fmt_table(long, fraction=("value", "lo", "hi", "se")))
+            ui.export_table(long, f"leaderboard_intervals_{ctx.protocol}", "lb_ci_x")
     about = cache.catalog(ctx.cfg_key)["descriptions"]
     notes = [(r, about.get(f"{r}@{ctx.dataset}", "")) for r in ctx.all_runs]
     if any(d for _, d in notes):
         with st.expander("About the runs"):
             st.markdown("\n".join(f"- **{ui.md(r)}**: {ui.md(d)}" for r, d in notes if d))
+
+if INTERVALS and ctx.all_runs:
+    with ui.guard("The significance tiers"):
+        st.subheader(f"Which gaps are real? Significance tiers on {ui.md(ctx.dataset)}")
+        t1, t2 = st.columns([1, 2])
+        metric = t1.selectbox("Rank by", list(SUMMARY_KEYS), key="tier_metric")
+        corr = t2.radio("Correction over the gaps", list(CORRECTIONS), format_func=CORRECTIONS.get, horizontal=True,
+                        key="tier_corr")
+        with st.spinner(f"Paired bootstrap of every neighbouring pair ({B} resamples)"):
+            tiers = A.leaderboard_tiers(ctx.view(), metric=metric, n_resamples=B, seed=SEED, level=LEVEL,
+                                        correction=corr)
+        n_sig = int(tiers["significant"].sum())
+        st.caption(f"Runs ranked by {metric}; each gap to the next run is a paired image bootstrap (the same {B} "
+                   f"resamples for every run, percentile interval of the difference), its p-value adjusted by "
+                   f"{CORRECTIONS[corr]} over the {max(len(tiers) - 1, 0)} gaps and called significant below "
+                   f"{1 - LEVEL:.2f}. Runs joined by a non-significant gap share a tier: {n_sig} of "
+                   f"{max(len(tiers) - 1, 0)} gaps are significant.")
+        st.dataframe(tiers, hide_index=True, key="lb_tiers", placeholder=MISSING, column_config=ui.fmt_table(
+            tiers, fraction=("value", "lo", "hi", "gap", "gap_lo", "gap_hi", "p_value", "p_adjusted")))
+        ui.export_table(tiers, f"tiers_{ctx.dataset}_{metric}", "lb_tiers_x")
 
 with ui.guard("Per-category AP"):
     if ctx.runs:
@@ -103,6 +205,17 @@ with ui.guard("Per-category AP"):
         cat = ui.get("category")
         fig = cache.shared(("category_bars", ctx.cfg_key, ctx.view(), ctx.runs, cat),  # one figure per server
                            lambda: bars.category_bars(pc, "AP3D", highlight=cat, height=420))
+        if INTERVALS:
+            with st.spinner("Bootstrapping per-category AP"):
+                ci = pd.concat([_bootstrap(ctx.view(r)).per_category_frame().assign(run=r) for r in ctx.runs],
+                               ignore_index=True)
+            pc = pc.merge(ci[["run", "category", "lo", "hi"]].rename(columns={"lo": "AP3D_lo", "hi": "AP3D_hi"}),
+                          on=["run", "category"], how="left")
+            pc.insert(pc.columns.get_loc("AP3D") + 1, "AP3D_lo", pc.pop("AP3D_lo"))
+            pc.insert(pc.columns.get_loc("AP3D_lo") + 1, "AP3D_hi", pc.pop("AP3D_hi"))
+            fig = with_error_bars(fig, {(r, c): (lo, hi) for r, c, lo, hi in
+                                        pc[["run", "category", "AP3D_lo", "AP3D_hi"]].itertuples(index=False)},
+                                  labels=False)
         st.caption("Click a bar to select that category and run. Missing bars: no ground truth of that class.")
         ui.plot(fig, "cat_bars", on_select=_on_bar, export_name=f"per_category_{ctx.dataset}")
         if cat:
@@ -122,9 +235,55 @@ with ui.guard("Per-category AP"):
                 _open_scene(cat, run, ["FN"])
                 st.switch_page("app_pages/scene.py")
         with st.expander("Per-category table"):
-            st.dataframe(pc, hide_index=True, column_config=ui.fmt_table(pc, percent=AP_COLS + ("AR",)),
-                         placeholder=MISSING)
+            st.dataframe(pc, hide_index=True, column_config=ui.fmt_table(
+                pc, percent=AP_COLS + ("AR", "AP3D_lo", "AP3D_hi")), placeholder=MISSING, key="pc_table")
+            if INTERVALS:
+                st.caption(f"AP3D_lo, AP3D_hi: the {LEVEL:.0%} BCa interval of each category's AP3D ({B} image "
+                           "resamples); empty where the category has no GT.")
             ui.export_table(pc, f"per_category_{ctx.dataset}", "pc")
+
+with ui.guard("The paired comparison"):
+    st.subheader("Is the difference real? Paired comparison")
+    if st.toggle("Paired comparison", key="paired_on", help="A paired image bootstrap of A − B: both sides are "
+                 "scored on the same resampled image sets, so the noise they share cancels."):
+        runs = list(ctx.runs) or list(ctx.all_runs)
+        p1, p2, p3, p4 = st.columns([1.6, 1.4, 1.4, 2.2])
+        mode = p1.radio("Compare", ["two runs", "two protocols"], key="pair_mode",
+                        format_func={"two runs": "run A vs run B", "two protocols": "one run, two protocols"}.get)
+        if mode == "two runs":
+            ra = p2.selectbox("Run A", runs, key="pair_a")
+            rb = p3.selectbox("Run B", [r for r in runs if r != ra] or runs, key="pair_b")
+            va, vb = ctx.view(ra), ctx.view(rb)
+        else:
+            ra = p2.selectbox("Run", runs, key="pair_run")
+            p3.caption("A: dataset-level\n\nB: target-aware")
+            va, vb = ctx.view(ra, protocol="dataset-level"), ctx.view(ra, protocol="target-aware")
+        corr = p4.radio("Per-category correction", list(CORRECTIONS), format_func=CORRECTIONS.get, key="pair_corr")
+        if va == vb:
+            st.info("Pick two different runs.")
+        else:
+            with st.spinner(f"Paired bootstrap ({B} resamples)"):
+                cmp_ = A.paired(va, vb, n_resamples=B, seed=SEED, level=LEVEL, correction=corr)
+                table, per_cat = cmp_.to_frame(), cmp_.per_category_frame()
+            st.markdown(f"**A** = {ui.md(cmp_.name_a)}, **B** = {ui.md(cmp_.name_b)} on {ui.md(ctx.dataset)}: "
+                        f"A − B with its {LEVEL:.0%} interval (percentile, {B} paired resamples, seed {SEED}) and the "
+                        "two-sided p-value; significant: the interval excludes 0 (one test per row).")
+            st.dataframe(table, hide_index=True, key="pair_table", placeholder=MISSING, column_config=ui.fmt_table(
+                table, fraction=(cmp_.name_a, cmp_.name_b, "diff", "lo", "hi", "p_value")))
+            ui.export_table(table, "paired", "pair_x")
+            st.markdown(f"**Per-category differences** (AP3D): p-values adjusted by **{CORRECTIONS[corr]}** over the "
+                        f"{int(per_cat['p_value'].notna().sum())} categories with a p-value; significant: adjusted "
+                        f"p < {1 - LEVEL:.2f}.")
+            shown_cat = per_cat[per_cat["n_valid"] > 0].reset_index(drop=True)
+            fig = bars.grouped_bars(shown_cat.assign(series="A − B"), "category", "diff", "series",
+                                    y_title=f"AP3D: {cmp_.name_a} − {cmp_.name_b}", height=360)
+            fig = with_error_bars(fig, {("A − B", c): (lo, hi) for c, lo, hi in
+                                        shown_cat[["category", "lo", "hi"]].itertuples(index=False)},
+                                  labels=len(shown_cat) <= 12)
+            ui.plot(fig, "pair_bars", export_name="paired_per_category")
+            st.dataframe(per_cat, hide_index=True, key="pair_cat", placeholder=MISSING, column_config=ui.fmt_table(
+                per_cat, fraction=(cmp_.name_a, cmp_.name_b, "diff", "lo", "hi", "p_value", "p_adjusted")))
+            ui.export_table(per_cat, "paired_per_category", "pair_cat_x")
 
 with ui.guard("The three-axis breakdown"):
     st.subheader("Three axes: geometry, semantics, domain, prompts")

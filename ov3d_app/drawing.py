@@ -116,3 +116,96 @@ def grid_thumbnail(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame
     thick = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=3.0) for l in strong]
     return thumbnail_with_boxes(meta["path"], meta["K"], thin + thick, width=meta["width"], height=meta["height"],
                                 size=size)
+
+
+def with_error_bars(fig, lo_hi: dict, *, labels: bool = True):
+    """A copy of a bar figure of ``viz.bars`` with asymmetric error bars: ``lo_hi[(trace name, x)] = (lo, hi)``
+    (trace name "" for a single-trace chart); bars without an interval get none. The value labels move inside the
+    bars so that the whiskers stay readable (``labels=False``: no labels, for charts of many thin bars; the hover
+    still shows the value)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(fig)
+    for tr in fig.data:
+        if tr.type != "bar":
+            continue
+        ys = np.asarray(tr.y, np.float64)
+        bounds = [lo_hi.get((tr.name or "", str(x)), (np.nan, np.nan)) for x in tr.x]
+        lo = np.array([b[0] for b in bounds], np.float64)
+        hi = np.array([b[1] for b in bounds], np.float64)
+        tr.error_y = dict(type="data", symmetric=False, array=np.nan_to_num(hi - ys, nan=0.0).clip(0),
+                          arrayminus=np.nan_to_num(ys - lo, nan=0.0).clip(0), visible=True, thickness=1.3,
+                          width=3, color="#333333")
+        if labels:
+            tr.textposition = "inside"
+            tr.insidetextanchor = "end"
+        else:
+            tr.text = None
+    return fig
+
+
+#: Colour of the GT box in the object view (its crops and its 3D view): the app's highlight colour.
+OBJECT_GT_COLOR = HIGHLIGHT_COLOR
+
+
+def object_layers(cfg_key: str, dataset: str, gt_row: int, table: pd.DataFrame) -> list[BoxLayer]:
+    """The object view's boxes for the 3D view: the GT object, then each run's best-overlapping prediction
+    (``ObjectView.to_frame()`` rows; runs without one are skipped) in that run's colour, labelled with its class,
+    score and status."""
+    runs = table["run"].astype(str).tolist()
+    colors = class_colors(runs)
+    layers = [BoxLayer(name=f"GT {gt_row}", corners=cache.corners_of(cfg_key, dataset, "gt", "", [gt_row]),
+                       color=OBJECT_GT_COLOR, labels=[f"GT {gt_row}"], width=5.0)]
+    for rec in table.itertuples(index=False):
+        if pd.isna(rec.pred_row):
+            continue
+        text = f"{rec.run}: {rec.pred_class} {rec.score:.2f} · IoU {rec.iou3d:.2f} · {rec.status}"
+        layers.append(BoxLayer(name=text, corners=cache.corners_of(cfg_key, dataset, "pred", rec.run,
+                                                                   [int(rec.pred_row)]),
+                               color=colors[str(rec.run)], labels=[text], width=3.0))
+    return layers
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def object_crop(cfg_key: str, dataset: str, image_id: int, gt_row: int, run: str | None, pred_row: int | None,
+                status: str | None, size: int = 320, pad: float = 0.35) -> bytes:
+    """A JPEG crop of one image around a GT box and (optionally) one run's prediction, both drawn projected through
+    K (``viz.thumbnails``): the GT white and thick, the prediction in its status colour. The crop is the union of
+    the two boxes' projected extents, padded by ``pad`` of its size, inside the image."""
+    import io
+
+    from PIL import Image
+
+    from ov3d_core.viz.image_overlay import STATUS_COLORS, project_segments
+    from ov3d_core.viz.thumbnails import thumbnail_with_boxes
+
+    meta = cache.image_meta(cfg_key, dataset, image_id)
+    w, h = meta["width"], meta["height"]
+    layers = [BoxLayer(name="GT", corners=cache.corners_of(cfg_key, dataset, "gt", "", [gt_row]),
+                       color=OBJECT_GT_COLOR, width=3.0)]
+    if run and pred_row is not None:
+        layers.append(BoxLayer(name=status or "pred", corners=cache.corners_of(cfg_key, dataset, "pred", run,
+                                                                                [pred_row]),
+                               color=STATUS_COLORS.get(status or "pred", STATUS_COLORS["pred"]), width=3.0))
+    segs = [project_segments(lay.corners, meta["K"]) for lay in layers]
+    uv = np.concatenate([seg[vis].reshape(-1, 2) for seg, vis in segs])
+    uv = uv[np.isfinite(uv).all(1)]
+    full = Image.open(io.BytesIO(thumbnail_with_boxes(meta["path"], meta["K"], layers, width=w, height=h,
+                                                      size=max(w, h), quality=92)))
+    if len(uv):
+        (x1, y1), (x2, y2) = uv.min(0), uv.max(0)
+        side = max(x2 - x1, y2 - y1, 64.0) * (1 + 2 * pad)
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        x1, x2 = np.clip([cx - side / 2, cx + side / 2], 0, w)
+        y1, y2 = np.clip([cy - side / 2, cy + side / 2], 0, h)
+        sx, sy = full.width / max(w, 1), full.height / max(h, 1)
+        if x2 - x1 >= 2 and y2 - y1 >= 2:
+            full = full.crop((int(x1 * sx), int(y1 * sy), int(np.ceil(x2 * sx)), int(np.ceil(y2 * sy))))
+    k = size / max(full.size)  # one square size for every crop of a row (small objects are scaled up)
+    full = full.resize((max(1, round(full.width * k)), max(1, round(full.height * k))), Image.BILINEAR)
+    canvas = Image.new("RGB", (size, size), (30, 30, 30))
+    canvas.paste(full, ((size - full.width) // 2, (size - full.height) // 2))
+    full = canvas
+    buf = io.BytesIO()
+    full.save(buf, format="JPEG", quality=88)
+    return buf.getvalue()

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ov3d_core.analysis import MINING_KINDS
 from ov3d_core.eval.constants import PROTOCOLS
 
 IOU_CHOICES = (0.15, 0.25, 0.5)
@@ -83,6 +84,9 @@ KEYS: tuple[Key, ...] = (
     Key("conf_norm", True, "bool", "norm", doc="row-normalised fractions (else counts)"),
     Key("conf_classes", [], "list", "ccls", doc="class subset of the matrix (empty: all)"),
     Key("conf_cell", None, "cell", "cell", doc="selected cell (gt name, predicted name)"),
+    # failure mining and the object view
+    Key("mine_kind", MINING_KINDS[0], "choice", "mine", MINING_KINDS, doc="failure-mining list shown"),
+    Key("gt_row", None, "optint", "gt", lo=0, doc="GT object of the object view (a GT row of the dataset)"),
     # prompt lab
     Key("templates", [], "list", "tpl", doc="template ids evaluated in the prompt lab (empty: the preset)"),
     Key("template", None, "str", "tsel", doc="template whose remapped labels are shown"),
@@ -100,7 +104,7 @@ KEYS: tuple[Key, ...] = (
 #: Keys that name things of one benchmark (its dataset, runs, a class, an image, a box): back to their defaults when
 #: the user switches the data source, so that nothing of the previous benchmark is carried over.
 BENCHMARK_KEYS: tuple[str, ...] = ("dataset", "runs", "category", "focus_run", "image_id", "f_classes", "f_run",
-                                   "highlight", "conf_classes", "conf_cell")
+                                   "highlight", "conf_classes", "conf_cell", "gt_row")
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
 BY_QUERY: dict[str, Key] = {k.query: k for k in KEYS if k.query}
@@ -236,7 +240,7 @@ def view_title(params: Mapping[str, str], page: str | None = None) -> str:
     """A short human title for a pinned view (page, dataset, image, cell, protocol)."""
     state = query_to_state(params)
     bits = [page or "view"]
-    for name, fmt in (("dataset", "{}"), ("image_id", "image {}"), ("conf_cell", "{0[0]}→{0[1]}"),
+    for name, fmt in (("dataset", "{}"), ("image_id", "image {}"), ("conf_cell", "{0[0]}→{0[1]}"), ("gt_row", "GT {}"),
                       ("category", "{}"), ("protocol", "{}")):
         v = state.get(name)
         if v is not None and v != BY_NAME[name].default:

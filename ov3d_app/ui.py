@@ -40,6 +40,8 @@ PAGES = (
     ("app_pages/confusion.py", "Confusion", ":material/grid_on:", "confusion"),
     ("app_pages/prompt_lab.py", "Prompt lab", ":material/text_fields:", "prompts"),
     ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),
+    ("app_pages/mining.py", "Failure mining", ":material/manage_search:", "mining"),
+    ("app_pages/object.py", "Object view", ":material/center_focus_strong:", "object"),
     ("app_pages/errors.py", "Error breakdown", ":material/troubleshoot:", "errors"),
     ("app_pages/splits.py", "Splits & transfer", ":material/call_split:", "splits"),
     ("app_pages/data_source.py", "Data source", ":material/folder_open:", "data"),
