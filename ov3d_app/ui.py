@@ -323,7 +323,9 @@ def _active_axes(fig) -> dict[str, set]:
     for tr in fig.data:
         for dim in ("x", "y"):
             vals = tr[dim] if dim in tr else None
-            if vals is not None and len(vals) and isinstance(vals[0], str) and _has_active(vals):
+            if isinstance(vals, dict):  # a typed array (Plotly's {"dtype", "bdata"} encoding): numbers, no names
+                continue
+            if vals is not None and len(vals) and isinstance(next(iter(vals)), str) and _has_active(vals):
                 ref = (tr[f"{dim}axis"] if f"{dim}axis" in tr else None) or dim
                 axes.setdefault(ref, set()).update(v for v in vals if isinstance(v, str))
     return axes
