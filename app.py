@@ -81,8 +81,8 @@ def _sidebar_source() -> None:
     if ui.get("source") == "config":
         st.sidebar.text_input("Config file (YAML)", placeholder="/path/to/benchmark.yaml",
                               **ui.bind("config_path", on_change=ui.switch_source))
-    st.sidebar.page_link(ui.PAGE_FILE["data"], label="Your own data: upload or scan a folder",
-                         icon=":material/upload_file:")
+    st.sidebar.page_link(ui.PAGE_FILE["data"], label="Use your own data", icon=":material/upload_file:",
+                         help="Upload GT and prediction files, or scan a folder on the server (Data source page).")
 
 
 def _sidebar_selection(cat: dict) -> None:

@@ -30,3 +30,15 @@ def test_sparse_bars_keep_readable_labels():
         want = df[df["run"] == t.name].set_index("category").loc[list(t.x), "AP3D"]
         assert list(t.text) == [f"{v:.1f}" for v in want]
         assert t.textfont.size >= 11
+
+
+def test_presentation_mode_adds_no_colour_bar_to_bar_charts():
+    import plotly.graph_objects as go
+
+    from ov3d_core.viz.style import presentation
+
+    fig = presentation(go.Figure(category_bars(_per_category(6, 2))))
+    assert all("colorbar" not in (t.to_plotly_json().get("marker") or {}) for t in fig.data)
+    scatter = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="markers",
+                                   marker=dict(color=[0.0, 1.0], showscale=True, colorbar=dict(tickfont=dict(size=10)))))
+    assert presentation(scatter).data[0].marker.colorbar.tickfont.size > 10  # a real colour bar is enlarged
