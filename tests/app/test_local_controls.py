@@ -71,3 +71,9 @@ def test_a_template_without_a_slot_is_an_error_beside_the_input_and_the_presets_
     assert len(table) == 16
     custom = table[table["text"] == text]
     assert len(custom) == 1 and custom["template"].iloc[0] == text  # labelled with its text, not a hash
+
+
+def test_missing_values_show_as_a_dash_in_the_prompt_lab_and_splits(tiny_demo):
+    for page, ds in (("app_pages/prompt_lab.py", "demo_outdoor"), ("app_pages/splits.py", "demo_indoor")):
+        at = _app(page, ds=ds)
+        assert at.dataframe and all(d.proto.placeholder == "—" for d in at.dataframe), page
