@@ -64,14 +64,25 @@ def _source_config() -> str | None:
     return cache.demo_ready() or _wait_for_demo()
 
 
+def _session_key(base: str) -> str:
+    """The data key this session reads: re-checked against the input files on disk (``cache.fresh_key``) when the
+    session first opens a source and whenever its source or config changes, then kept, so one session's numbers
+    never change under it."""
+    ss = st.session_state
+    if ss.get("_inputs_base") != base or "_inputs_key" not in ss:
+        ss["_inputs_key"] = cache.fresh_key(base)
+        ss["_inputs_base"] = base
+    return ss["_inputs_key"]
+
+
 def _sidebar_source() -> None:
     st.sidebar.radio("Data", S.SOURCES, format_func={"demo": "Demo benchmark", "config": "Benchmark config"}.get,
                      horizontal=True, **ui.bind("source", on_change=ui.switch_source))
     if ui.get("source") == "config":
         st.sidebar.text_input("Config file (YAML)", placeholder="/path/to/benchmark.yaml",
                               **ui.bind("config_path", on_change=ui.switch_source))
-    st.sidebar.page_link(ui.PAGE_FILE["data"], label="Your own data: upload or scan a folder",
-                         icon=":material/upload_file:")
+    st.sidebar.page_link(ui.PAGE_FILE["data"], label="Use your own data", icon=":material/upload_file:",
+                         help="Upload GT and prediction files, or scan a folder on the server (Data source page).")
 
 
 def _sidebar_selection(cat: dict) -> None:
@@ -159,7 +170,7 @@ def main() -> None:
     try:
         cfg = _source_config()
         if cfg is not None:
-            key = cache.config_key(cfg)
+            key = _session_key(cache.config_key(cfg))
             cat = cache.catalog(key)
             if not cat["datasets"]:
                 raise InputError(cfg, None, "datasets", "at least one dataset", "none")
@@ -170,7 +181,7 @@ def main() -> None:
                 cfg_key=key, dataset=ds, runs=tuple(S.active_runs(st.session_state, list(all_runs))),
                 all_runs=all_runs, protocol=ui.get("protocol"), min_score=float(ui.get("min_score")),
                 iou=float(ui.get("iou")))
-            where = "Demo benchmark" if ui.get("source") == "demo" else Path(key.rsplit("::", 1)[0]).name
+            where = "Demo benchmark" if ui.get("source") == "demo" else Path(cache.path_of(key)).name
             st.sidebar.caption(f"{ui.md(where)} · {ui.md(cat['name'])}")
     except Exception as exc:  # noqa: BLE001 - a bad source is a message, never a traceback
         ui.show_error(exc)

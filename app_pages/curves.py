@@ -39,12 +39,14 @@ with ui.guard("The precision-recall curves"):
     cat = c1.selectbox("Class", classes, key="pr_class")
     c2.markdown(f"3D IoU **{ctx.iou:g}** · score threshold **{ctx.min_score:g}** · {ctx.protocol} protocol")
     sel = curves[curves["category"] == cat]
-    fig = pr_figure(sel, ops[ops["category"] == cat], title=f"{cat} at 3D IoU {ctx.iou:g}", height=460)
+    fig = cache.shared(("pr_figure", ctx.cfg_key, ctx.view(), tuple(runs), cat),  # one figure per server
+                       lambda: pr_figure(sel, ops[ops["category"] == cat], title=f"{cat} at 3D IoU {ctx.iou:g}",
+                                         height=460))
     ui.plot(fig, "pr_main", export_name=f"pr_{ctx.dataset}_{cat}")
 
     st.subheader("Every class")
     cats = [c for c in classes if c != ALL_CLASSES]
-    grid = pr_grid(curves, ops, cats)
+    grid = cache.shared(("pr_grid", ctx.cfg_key, ctx.view(), tuple(runs)), lambda: pr_grid(curves, ops, cats))
     ui.plot(grid, "pr_grid", export_name=f"pr_grid_{ctx.dataset}")
 
     st.subheader(f"Operating points at score ≥ {ctx.min_score:g}")

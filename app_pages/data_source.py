@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ov3d_app.drawing import MISSING
 from ov3d_app import cache, sources, ui
 
 ui.page_header("Data source", "Bring your own GT and predictions: upload the files, or point at a folder on the "
@@ -51,14 +52,14 @@ def _result() -> None:
     st.subheader("Found")
     summary = res["summary"]
     if summary["datasets"]:
-        st.dataframe(summary["datasets"], hide_index=True)
+        st.dataframe(summary["datasets"], hide_index=True, placeholder=MISSING)
     if summary["runs"]:
-        st.dataframe(summary["runs"], hide_index=True)
+        st.dataframe(summary["runs"], hide_index=True, placeholder=MISSING)
     else:
         st.warning("No prediction files were recognised; the benchmark has GT only.")
     if summary["skipped"]:
         with st.expander(f"Not used ({len(summary['skipped'])})"):
-            st.dataframe(summary["skipped"], hide_index=True)
+            st.dataframe(summary["skipped"], hide_index=True, placeholder=MISSING)
     c1, c2 = st.columns([2, 1])
     if c1.button("Open this benchmark", type="primary", icon=":material/play_arrow:", key="src_open"):
         _open(res["path"])

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ov3d_app.drawing import MISSING
 from ov3d_app import cache, selection, ui
 from ov3d_core.analysis import RemapSpec
 from ov3d_core.errors import InputError
@@ -102,9 +103,10 @@ with ui.guard("The prompt lab"):
         ui.plot(fig, "pl_bars", export_name=f"prompt_templates_{run}")
     with right:
         st.markdown("**Per prompt type**")
-        st.dataframe(sens.group_frame(), hide_index=True,
+        st.dataframe(sens.group_frame(), hide_index=True, placeholder=MISSING,
                      column_config=ui.fmt_table(sens.group_frame(), percent=("mean_ap", "min_ap", "max_ap")))
-        st.dataframe(table, hide_index=True, column_config=ui.fmt_table(table, percent=("AP3D", "AP3D@25")))
+        st.dataframe(table, hide_index=True, placeholder=MISSING,
+                     column_config=ui.fmt_table(table, percent=("AP3D", "AP3D@25")))
         ui.export_table(table, f"prompt_templates_{run}", "pl_table")
 
     st.subheader("One template in detail")
@@ -127,7 +129,7 @@ with ui.guard("The prompt lab"):
     flips = A.label_flips(view, tsel, chosen)
     st.markdown(f"**Label flips relative to {ui.md(tsel)}** (a kept box whose top-1 class changes under another template)")
     pcf = flips.per_class()
-    st.dataframe(pcf, hide_index=True)
+    st.dataframe(pcf, hide_index=True, placeholder=MISSING)
     ui.export_table(pcf, f"label_flips_{run}_{tsel}", "pl_flips")
 
     st.subheader("Consistency and ranking")
@@ -143,7 +145,7 @@ with ui.guard("The prompt lab"):
         c[1].metric("PLC", f"{s['PLC']:.3f}" if np.isfinite(s["PLC"]) else "—")
         c[2].metric("Recall under any template", f"{s['recall_any']:.3f}" if np.isfinite(s["recall_any"]) else "—")
         if cons.per_class is not None:
-            st.dataframe(cons.per_class, hide_index=True, column_config=ui.fmt_table(
+            st.dataframe(cons.per_class, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
                 cons.per_class, fraction=("pcr", "plc", "recall_any")))
             ui.export_table(cons.per_class, f"prompt_consistency_{run}", "pl_cons")
     with k2:
@@ -159,11 +161,12 @@ with ui.guard("The prompt lab"):
                     help="FG-OVD's convention: sorted(ranks)[len // 2 + 1].")
         c[2].metric("GT ranked", f"{mr['n']}")
         per_cls = ranks.groupby("category", sort=False)["rank"].agg(["count", "median", "mean"]).reset_index()
-        st.dataframe(per_cls, hide_index=True)
+        st.dataframe(per_cls, hide_index=True, placeholder=MISSING)
         worst = ranks.sort_values(["rank", "gt"], ascending=[False, True], kind="stable").head(100).reset_index(
             drop=True)
         st.caption("Worst-ranked GT (select a row to open it in the scene inspector):")
-        st.dataframe(worst, hide_index=True, on_select=lambda: _open_gt(worst, run), selection_mode="single-row",
+        st.dataframe(worst, hide_index=True, placeholder=MISSING, on_select=lambda: _open_gt(worst, run),
+                     selection_mode="single-row",
                      key="pl_worst")
         ui.export_table(ranks, f"label_ranks_{run}_{tsel}", "pl_ranks")
 
@@ -188,7 +191,8 @@ with ui.guard("The prompt lab"):
         except ValueError as exc:  # e.g. the train images hold no TP
             st.info(f"Calibration cannot be fitted here: {exc}")
         else:
-            st.dataframe(cal.table, hide_index=True, column_config=ui.fmt_table(cal.table, percent=("AP3D",)))
+            st.dataframe(cal.table, hide_index=True, placeholder=MISSING,
+                         column_config=ui.fmt_table(cal.table, percent=("AP3D",)))
             rel = cal.reliability()
             if len(rel):
                 ui.plot(line_chart(rel, "mean_p", "observed_tp", title="Reliability on held-out images",
@@ -218,7 +222,8 @@ with ui.guard("The prompt lab"):
         if path is not None and path.exists() and box[2] > box[0]:
             st.image(cache.thumbnail(str(path), tuple(float(v) for v in box), size=220))
         top = [vocab[int(np.argmax(s))] for s in sims]
-        st.dataframe(pd.DataFrame({"template": chosen, "top-1": top, "value": sims.max(axis=1)}), hide_index=True)
+        st.dataframe(pd.DataFrame({"template": chosen, "top-1": top, "value": sims.max(axis=1)}), hide_index=True,
+                     placeholder=MISSING)
     with cc2:
         ui.plot(fig, "pl_sims", export_name=f"crop_similarities_{run}_{crop}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from ov3d_app.drawing import MISSING
 from ov3d_app import cache, ui
 from ov3d_core.viz import bars
 
@@ -60,14 +61,14 @@ with ui.guard("Domain transfer"):
                 "run counts as out-of-domain and no in/out comparison exists. The table lists what was scored.")
     st.markdown("**mAP3D by run and dataset** (in-domain: the run was trained on the dataset)")
     table = tr["transfer"]
-    st.dataframe(table, hide_index=True, column_config=ui.fmt_table(table, percent=("map3d",),
+    st.dataframe(table, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(table, percent=("map3d",),
                                                                      fraction=("recall",)))
     ui.export_table(table, "domain_transfer", "tr_table", caption="In- and out-of-domain mAP3D")
     if len(tr["transfer_per_run"]):
         st.markdown("**Per run and environment**: mean out-of-domain / mean in-domain")
-        st.dataframe(tr["transfer_per_run"], hide_index=True, column_config=ui.fmt_table(
+        st.dataframe(tr["transfer_per_run"], hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
             tr["transfer_per_run"], percent=("map3d_in", "map3d_out"),
             fraction=("map3d_ratio", "recall_in", "recall_out", "recall_ratio")))
     if len(tr["transfer_pairs"]):
         st.markdown("**Per dataset**: each in-domain run against each out-of-domain run of the same environment")
-        st.dataframe(tr["transfer_pairs"], hide_index=True)
+        st.dataframe(tr["transfer_pairs"], hide_index=True, placeholder=MISSING)

@@ -12,6 +12,10 @@ browser does (``BackMsg.rerun_script`` in, ``ForwardMsg`` deltas out), all start
   0.5-1.5 s and flips again, for ``--seconds``;
 - server RSS (the server process and its children), sampled every 0.25 s.
 
+Each level starts a fresh server, so by default "first data" includes the server process's own first start
+(imports, the load cache's loader digest, reading the benchmark); ``--prewarm`` lets one session open the Overview
+first (a server started before the meeting) and then starts the N at once.
+
 Clients are websocket-level, not browsers: twenty Chromium tabs would need the same two cores as the server and
 measure the test machine instead (each person has their own browser). One Chromium session is measured alongside
 (``--browser``) to relate the two. Loopback only; every level stops by itself (``--timeout``).
@@ -141,7 +145,21 @@ class Session:
             await self.ws.close()
 
 
+async def _prewarm(url: str) -> float:
+    """One session that opens the Overview and leaves (the server's first start, before the meeting): seconds."""
+    s = Session(url)
+    go = asyncio.Event()
+    go.set()
+    await s.open(go)
+    await s.close()
+    if s.error:
+        raise RuntimeError(s.error)
+    return s.complete or float("nan")
+
+
 async def _level(url: str, n: int, seconds: float, seed: int, pid: int, cpu: dict) -> list[Session]:
+    if cpu.get("prewarm"):
+        cpu["prewarm_s"] = await _prewarm(url)
     sessions = [Session(url) for _ in range(n)]
     start = asyncio.Event()
     tasks = [asyncio.create_task(s.open(start)) for s in sessions]
@@ -205,7 +223,7 @@ def run_level(n: int, args, demo: Path) -> dict:
         sampler.start()
         t = time.perf_counter()
         try:
-            cpu: dict = {}
+            cpu: dict = {"prewarm": args.prewarm}
             sessions = asyncio.run(asyncio.wait_for(_level(url, n, args.seconds, args.seed, proc.pid, cpu),
                                                     args.timeout))
         finally:
@@ -222,6 +240,7 @@ def run_level(n: int, args, demo: Path) -> dict:
     tog_done = [b for s in sessions for _, b in s.toggles]
     return {
         "sessions": n, "errors": [s.error for s in sessions if s.error], "wall_s": round(wall, 1),
+        "prewarm_s": round(cpu["prewarm_s"], 2) if "prewarm_s" in cpu else None,
         "load_avg_before": [round(x, 1) for x in load_before], "load_avg_after": [round(x, 1) for x in os.getloadavg()],
         "first_data_median_s": round(statistics.median(first), 2) if first else None,
         "first_data_p95_s": round(_quantile(first, 0.95), 2) if first else None,
@@ -292,6 +311,8 @@ def main() -> int:
     ap.add_argument("--cold-disk", action="store_true", help="delete the demo's on-disk load caches per level")
     ap.add_argument("--browser", action="store_true", help="also time one Chromium session after each level")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prewarm", action="store_true",
+                    help="one session opens the Overview first (the server's first start), then the N open at once")
     ap.add_argument("--markdown", action="store_true", help="print RESULTS.md table rows")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--first-start", type=Path, metavar="DIR",
@@ -312,7 +333,7 @@ def main() -> int:
         args.demo = Path(ensure_demo(demo_dir()))
     results = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "demo": str(args.demo),
-               "seconds": args.seconds, "cold_disk": args.cold_disk, "levels": []}
+               "seconds": args.seconds, "cold_disk": args.cold_disk, "prewarm": args.prewarm, "levels": []}
     for n in (int(x) for x in args.levels.split(",")):
         res = run_level(n, args, args.demo)
         results["levels"].append(res)
@@ -323,7 +344,7 @@ def main() -> int:
         print("| sessions | first data median / p95 (s) | page complete median / p95 (s) | all flip at once: "
               "first number / run done median, p95 (s) | continuous toggles | toggle: first number median / p95 (s) "
               "| toggle: run done median / p95 (s) | server CPU per page run (s) | server RSS idle / peak (MiB) | "
-              "load avg before |")
+              "load avg before / after (1 min) |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in results["levels"]:
             print(f"| {r['sessions']} | {r['first_data_median_s']} / {r['first_data_p95_s']} | "
@@ -332,7 +353,7 @@ def main() -> int:
                   f"{r['toggle_first_median_s']} / {r['toggle_first_p95_s']} | {r['toggle_done_median_s']} / "
                   f"{r['toggle_done_p95_s']} | {r['server_cpu_per_memo_hit_run_s']} | "
                   f"{r['rss_idle_mib']} / {r['rss_peak_mib']} | "
-                  f"{r['load_avg_before'][0]} |" + (f" errors: {len(r['errors'])}" if r["errors"] else ""))
+                  f"{r['load_avg_before'][0]} / {r['load_avg_after'][0]} |" + (f" errors: {len(r['errors'])}" if r["errors"] else ""))
     return 0
 
 

@@ -5,7 +5,8 @@
   once for all sessions, so nothing here re-composes a metric or a view recipe.
 - ``cache_data``: names, image tables, box tables for drawing, point clouds, image data URIs and thumbnails.
 
-``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read. Every file a page reads (the config,
+``cfg_key`` is ``"<config path>::<mtime_ns>"`` so an edited config is re-read, with ``.<n>`` appended once the
+files it names changed on disk (``fresh_key``: each new session re-checks them). Every file a page reads (the config,
 the files it names, image, depth and point files) lies inside ``sources.allowed_roots()``, checked after symlinks;
 refusals name only a basename. Pages call these functions and render what they return; nothing here draws. Heavy
 modules (open3d, torch, transformers) are imported inside the functions that need them.
@@ -128,18 +129,68 @@ def config_key(path: str | Path) -> str:
     return f"{p}::{p.stat().st_mtime_ns}"
 
 
-def _path_of(cfg_key: str) -> str:
+def path_of(cfg_key: str) -> str:
+    """The config path of a key from ``config_key`` / ``fresh_key``."""
     return cfg_key.rsplit("::", 1)[0]
+
+
+def inputs_signature(bench) -> tuple:
+    """``(path, device, inode, size, mtime_ns, ctime_ns)`` of every input file of a ``Benchmark``
+    (``input_files()``): the rule of the load cache's digest memo (``ov3d_core.io.loadcache``), so any write or
+    ``os.utime`` changes it (ctime always moves) while nothing is read. A file that appears or vanishes changes the
+    list."""
+    out = []
+    for f in bench.input_files():
+        try:
+            st_ = os.stat(f)
+        except OSError:
+            out.append((str(f), None))
+            continue
+        out.append((str(f), st_.st_dev, st_.st_ino, st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns))
+    return tuple(out)
+
+
+_inputs_lock = threading.Lock()
+_generation: dict[str, int] = {}  # config_key -> generation of its inputs (0: as first built)
+_built_with: dict[str, tuple] = {}  # fresh_key -> inputs_signature when its Analysis was built
+
+
+def _with_generation(base: str, gen: int) -> str:
+    return base if gen == 0 else f"{base}.{gen}"
+
+
+def fresh_key(base: str) -> str:
+    """The key of the shared ``Analysis`` of config key ``base`` whose input files are the ones on disk now: the
+    current one when every input file has the size, mtime and ctime it had when that Analysis was built (only
+    ``stat`` calls: nothing is re-read), else a new generation ``"<base>.<n>"`` (a new Analysis, new tables and
+    figures; sessions still on the old key keep a consistent view until they re-check). app.py calls it when a session
+    opens a source (a new session, another source, an edited config)."""
+    with _inputs_lock:
+        gen = _generation.get(base, 0)
+    key = _with_generation(base, gen)
+    bench = analysis(key).benchmark
+    if _built_with.get(key) == inputs_signature(bench):
+        return key
+    with _inputs_lock:
+        if _generation.get(base, 0) == gen:  # the first session to notice starts the next generation
+            _generation[base] = gen + 1
+        new = _with_generation(base, _generation[base])
+    # The stale Analysis stays (until ``analysis`` evicts it) so that the sessions still on its key see numbers,
+    # tables and figures of one and the same state.
+    return new
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def analysis(cfg_key: str):
     """The ``Analysis`` of a config: shared by every session of the server (it is thread-safe, loads its files lazily
     and memoises every result per ``View`` once for all sessions). Every path the config names must lie inside the
-    allowed roots."""
+    allowed roots. The signature of its input files is taken here, before any of them is read (``fresh_key``)."""
     from ov3d_core.analysis import Analysis
 
-    return Analysis.from_yaml(_path_of(cfg_key), allowed_roots=sources.allowed_roots())
+    a = Analysis.from_yaml(path_of(cfg_key), allowed_roots=sources.allowed_roots())
+    with _inputs_lock:
+        _built_with[cfg_key] = inputs_signature(a.benchmark)
+    return a
 
 
 def benchmark(cfg_key: str):

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import streamlit as st
 
 from ov3d_app import state as S
@@ -326,11 +325,9 @@ def _active_axes(fig) -> dict[str, set]:
     for tr in fig.data:
         for dim in ("x", "y"):
             vals = tr[dim] if dim in tr else None
-            if isinstance(vals, np.ndarray) and vals.dtype.kind not in "OUS":
-                continue  # numbers (plotly may also hold them as a typed-array dict: skipped below)
-            if not isinstance(vals, (list, tuple, np.ndarray)):
+            if isinstance(vals, dict):  # a typed array (Plotly's {"dtype", "bdata"} encoding): numbers, no names
                 continue
-            if len(vals) and isinstance(vals[0], str) and _has_active(vals):
+            if vals is not None and len(vals) and isinstance(next(iter(vals)), str) and _has_active(vals):
                 ref = (tr[f"{dim}axis"] if f"{dim}axis" in tr else None) or dim
                 axes.setdefault(ref, set()).update(v for v in vals if isinstance(v, str))
     return axes

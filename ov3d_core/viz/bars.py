@@ -30,6 +30,8 @@ def _bar_text(fig: go.Figure, n_slots: int) -> None:
     fig.update_traces(textfont=dict(size=12), textangle=-90 if bar_px < 40 else 0, constraintext="none",
                       selector=dict(type="bar"))
     fig.update_layout(uniformtext=dict(minsize=BAR_TEXT_PX, mode="hide"))
+    if bar_px < 14:  # a 12 px label standing up needs ~14 px of bar: narrower, labels outside would overlap
+        fig.update_traces(text=None, selector=dict(type="bar"))  # (uniformtext only hides labels inside bars)
 
 
 def _layout(fig: go.Figure, title: str | None, height: int) -> go.Figure:

@@ -44,7 +44,9 @@ def presentation(fig: go.Figure, scale: float = PRESENTATION_SCALE) -> go.Figure
         marker = getattr(tr, "marker", None)
         if marker is not None and isinstance(getattr(marker, "size", None), (int, float)):
             marker.size = marker.size * k
-        if marker is not None and getattr(marker, "colorbar", None) is not None and "colorbar" in marker:
+        # only a colour bar the figure has: touching ``marker.colorbar`` of a bar trace creates one (an empty scale
+        # beside every bar chart in presentation mode)
+        if marker is not None and (marker.to_plotly_json() or {}).get("colorbar"):
             marker.colorbar.tickfont.size = _scaled(marker.colorbar.tickfont.size, k, base)
     if lay.margin:
         m = lay.margin
