@@ -15,7 +15,6 @@ from ov3d_app.drawing import MISSING
 from ov3d_app import state as S
 from ov3d_app import tags as T
 from ov3d_core.viz.image_overlay import image_overlay, legend_html, legend_items
-from ov3d_core.viz.scene3d import scene_figure
 
 ui.page_header("Scene inspector", "GT boxes dotted (missed GT solid orange), predictions solid: green TP, red FP, "
                "purple = well localised but mislabelled (its label reads 'pred ≠ GT'). The cross marks each box's "

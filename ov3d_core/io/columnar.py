@@ -30,7 +30,7 @@ from ov3d_core.errors import InputError
 from ov3d_core.io import jsonscan as K
 from ov3d_core.io import progress
 from ov3d_core.io._validate import (
-    DTYPES, MISSING, check_file, convert_many, file_size, convert_value, describe, first_true, os_error, read_bytes,
+    DTYPES, MISSING, convert_many, file_size, convert_value, describe, first_true, os_error, read_bytes,
 )
 from ov3d_core.io.jsontext import huge_integer, loads_stdlib, parse_json, too_deep
 

@@ -7,7 +7,6 @@ import json
 import re
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from tests.app.test_pages import app, problems

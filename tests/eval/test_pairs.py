@@ -133,7 +133,6 @@ def test_corrupt_cache_file_is_recomputed(tmp_path, scene, counting, damage):
     gt, pred = scene
     good = PairCache(tmp_path).get_or_compute(gt, pred)
     path = PairCache(tmp_path).path_for(gt, pred)
-    key = geometry_key(gt, pred)
     half = len(good) // 2
     marker = tmp_path / "pwned"
     if damage == "garbage":
