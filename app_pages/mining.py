@@ -6,7 +6,6 @@ presentation (the Lab-meeting list; a pinned image is also tagged "for the talk"
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
