@@ -1,7 +1,7 @@
 """Object view (the paper's Fig. 1): one GT object against every run. Per run, its best-overlapping prediction (3D
 IoU, any class, any status; ``Analysis.object_view``) drawn with the GT on a crop of the image, the table of IoU,
-class, score and status, and the one sentence that sums it up ("5 of 5 runs localise this chair, none names it"); a 3D view draws every run's
-box around the object in the point cloud.
+class, score and status, and the one sentence that sums it up ("5 of 5 runs localise this chair, none names it");
+a 3D view draws every run's box around the object in the point cloud.
 
 Its own page (not a section of the mining page) because four pages lead here (confusion cells, the oracle's removed
 false positives, mining lists, and through them the leaderboard) and because one object is a slide of its own: the

@@ -266,8 +266,8 @@ with ui.guard("The paired comparison"):
                 cmp_ = A.paired(va, vb, n_resamples=B, seed=SEED, level=LEVEL, correction=corr)
                 table, per_cat = cmp_.to_frame(), cmp_.per_category_frame()
             st.markdown(f"**A** = {ui.md(cmp_.name_a)}, **B** = {ui.md(cmp_.name_b)} on {ui.md(ctx.dataset)}: "
-                        f"A − B with its {LEVEL:.0%} interval (percentile, {B} paired resamples, seed {SEED}) and the "
-                        "two-sided p-value; significant: the interval excludes 0 (one test per row).")
+                        f"A − B with its {LEVEL:.0%} interval (percentile, {B} paired resamples, seed {SEED}) and "
+                        "the two-sided p-value; significant: the interval excludes 0 (one test per row).")
             st.dataframe(table, hide_index=True, key="pair_table", placeholder=MISSING, column_config=ui.fmt_table(
                 table, fraction=(cmp_.name_a, cmp_.name_b, "diff", "lo", "hi", "p_value")))
             ui.export_table(table, "paired", "pair_x")

@@ -133,9 +133,9 @@ def with_error_bars(fig, lo_hi: dict, *, labels: bool = True):
         bounds = [lo_hi.get((tr.name or "", str(x)), (np.nan, np.nan)) for x in tr.x]
         lo = np.array([b[0] for b in bounds], np.float64)
         hi = np.array([b[1] for b in bounds], np.float64)
-        tr.error_y = dict(type="data", symmetric=False, array=np.nan_to_num(hi - ys, nan=0.0).clip(0),
-                          arrayminus=np.nan_to_num(ys - lo, nan=0.0).clip(0), visible=True, thickness=1.3,
-                          width=3, color="#333333")
+        tr.error_y = {"type": "data", "symmetric": False, "array": np.nan_to_num(hi - ys, nan=0.0).clip(0),
+                      "arrayminus": np.nan_to_num(ys - lo, nan=0.0).clip(0), "visible": True, "thickness": 1.3,
+                      "width": 3, "color": "#333333"}
         if labels:
             tr.textposition = "inside"
             tr.insidetextanchor = "end"

@@ -240,8 +240,8 @@ def view_title(params: Mapping[str, str], page: str | None = None) -> str:
     """A short human title for a pinned view (page, dataset, image, cell, protocol)."""
     state = query_to_state(params)
     bits = [page or "view"]
-    for name, fmt in (("dataset", "{}"), ("image_id", "image {}"), ("conf_cell", "{0[0]}→{0[1]}"), ("gt_row", "GT {}"),
-                      ("category", "{}"), ("protocol", "{}")):
+    for name, fmt in (("dataset", "{}"), ("image_id", "image {}"), ("conf_cell", "{0[0]}→{0[1]}"),
+                      ("gt_row", "GT {}"), ("category", "{}"), ("protocol", "{}")):
         v = state.get(name)
         if v is not None and v != BY_NAME[name].default:
             bits.append(fmt.format(v))

@@ -1,7 +1,8 @@
 """The failure-mining page and the object view in headless Chromium (a real ``streamlit run app.py`` on the tiny
 demo, ``tests.app.live``): each renders its main content without a Streamlit exception; a click on "Every run on
 its GT" in the mining list opens the object view, which draws one crop per run; "Open" on a ranked image, or a
-click on its row of the ranked table, opens the scene inspector on that image with its top box highlighted. Screenshots (1600 x 1000) go to a temporary folder (printed)."""
+click on its row of the ranked table, opens the scene inspector on that image with its top box highlighted.
+Screenshots (1600 x 1000) go to a temporary folder (printed)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,14 @@ def live(tiny_demo, tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
     base = tmp_path_factory.mktemp("mining_browser")
-    with serve(base / "streamlit.log", env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _):
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1600, "height": 1000})
-                page.set_default_timeout(90_000)
-                yield url, page, base
-            finally:
-                browser.close()
+    with serve(base / "streamlit.log", env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(90_000)
+            yield url, page, base
+        finally:
+            browser.close()
 
 
 def _no_exception(page) -> None:
