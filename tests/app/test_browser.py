@@ -22,7 +22,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disa
 #: url path -> the page title (h1) that proves the page's main content rendered.
 PAGES = {"": "Overview", "scene": "Scene inspector", "grid": "Sample grid", "curves": "PR curves",
          "confusion": "Confusion", "prompts": "Prompt lab",
-         "oracle": "Oracle", "errors": "Error breakdown", "splits": "Class splits"}
+         "oracle": "Oracle", "errors": "Error breakdown", "splits": "Class splits", "mining": "Failure mining",
+         "object": "Object view"}
 
 
 def free_port() -> int:
