@@ -412,7 +412,6 @@ SHOTS = {
     "errors": ("errors?ds=demo_indoor", "Error breakdown"),
     "splits": ("splits?ds=demo_indoor", "Class splits"),
     "overview_presenting": ("?ds=demo_indoor&present=1", "Overview"),
-    "data_source": ("data", "Data source"),
 }
 
 
