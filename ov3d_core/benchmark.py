@@ -89,8 +89,8 @@ class Benchmark:
 
     def fingerprint(self) -> dict[str, str]:
         """``{resolved path: xxh3-128 digest of the whole content}`` of ``input_files()``, always read from disk
-        (seconds for GBs). The app compares it with the one taken when this Benchmark was built, at the start of each
-        session, and rebuilds the Benchmark when any file changed (an edit that keeps size and mtime included)."""
+        (seconds for GBs). The load caches key on these digests; the app re-checks each new session more cheaply,
+        with ``ov3d_app.cache.inputs_signature`` (size, mtime and ctime: stat only), and rebuilds when one changed."""
         from ov3d_core.io.loadcache import files_digest
 
         return dict(files_digest(self.input_files(), recheck=True))
