@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, selection, ui
+from ov3d_app.drawing import MISSING
 from ov3d_core.viz import bars
 
 ui.page_header("Error breakdown", "Where the missing mAP3D goes. TIDE bins: loc (right class, poorly localised), cls "
@@ -60,8 +61,8 @@ with ui.guard("3D TIDE error bins"):
                             title=f"mAP3D gained by fixing one error type · {ctx.dataset} · fg={fg}, bg={bg}")
     st.caption(note)
     ui.plot(fig, "tide_bars", on_select=_on_bin, export_name=f"tide_{ctx.dataset}")
-    st.dataframe(allt, hide_index=True, column_config=ui.fmt_table(allt, percent=("delta_ap", "delta_ap_raw",
-                                                                                  "ap_fixed", "base_ap")))
+    st.dataframe(allt, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
+        allt, percent=("delta_ap", "delta_ap_raw", "ap_fixed", "base_ap")))
     ui.export_table(allt, f"tide_{ctx.dataset}", "tide_table", caption="3D TIDE error attribution")
 
     bins = [b for b in dict.fromkeys(allt["bin"].tolist())]
@@ -78,8 +79,8 @@ with ui.guard("3D TIDE error bins"):
     ex = ex.dropna(axis=1, how="all")
     st.caption(f"{n_bin} in bin **{chosen}** (the {len(ex)} highest-scoring shown); select a row to open it in the "
                "scene inspector.")
-    st.dataframe(ex, hide_index=True, on_select=lambda: _on_example(ex, run), selection_mode="single-row",
-                 key="tide_examples")
+    st.dataframe(ex, hide_index=True, placeholder=MISSING, on_select=lambda: _on_example(ex, run),
+                 selection_mode="single-row", key="tide_examples")
     if st.session_state.pop("_goto_scene", False):
         st.switch_page("app_pages/scene.py")
 
@@ -95,8 +96,8 @@ with ui.guard("Monocular oracles"):
     ot = pd.concat(rows, ignore_index=True)
     ui.plot(bars.grouped_bars(ot, "factor", "gain", "run", y_title="mAP3D gain (points)"), "oracle_bars",
             export_name=f"mono_oracles_{ctx.dataset}")
-    st.dataframe(ot, hide_index=True, column_config=ui.fmt_table(ot, percent=("AP3D", "gain", "base_ap"),
-                                                                 fraction=("mean_iou_before", "mean_iou_after")))
+    st.dataframe(ot, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
+        ot, percent=("AP3D", "gain", "base_ap"), fraction=("mean_iou_before", "mean_iou_after")))
     ui.export_table(ot, f"mono_oracles_{ctx.dataset}", "oracle_table")
 
 with ui.guard("Centre-distance metrics"):
@@ -117,7 +118,7 @@ with ui.guard("Centre-distance metrics"):
                "mATE / mAOE / mASE are mean true-positive errors in [0, 1], lower is better. "
                "ODS = (3·AP + (1 − mATE) + (1 − mAOE) + (1 − mASE)) / 6.")
     pct = tuple(c for c in table.columns if c.startswith(("AP", "ODS", "mAP", "NDS")))
-    st.dataframe(table, hide_index=True, column_config=ui.fmt_table(
+    st.dataframe(table, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
         table, percent=pct, fraction=tuple(c for c in table.columns if c.startswith(("mATE", "mAOE", "mASE")))))
     ui.export_table(table, f"distance_{mode}_{ctx.dataset}", "err_table")
     err_cols = [c for c in ("mATE", "mAOE", "mASE") if c in table.columns]

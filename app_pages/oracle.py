@@ -8,6 +8,7 @@ import streamlit as st
 
 from ov3d_app import cache, drawing, selection, ui
 from ov3d_app import state as S
+from ov3d_app.drawing import MISSING
 from ov3d_core.viz import bars
 from ov3d_core.viz.image_overlay import image_overlay
 
@@ -51,7 +52,7 @@ with ui.guard("The protocol comparison"):
                           title="Per-class AP3D change under the oracle")
     ui.plot(fig, "or_delta", export_name=f"oracle_delta_{run}")
     with st.expander("Per-class table"):
-        st.dataframe(per_class, hide_index=True,
+        st.dataframe(per_class, hide_index=True, placeholder=MISSING,
                      column_config=ui.fmt_table(per_class, percent=("ap_dataset_level", "ap_target_aware",
                                                                     "delta_abs"), fraction=("delta_rel",)))
         ui.export_table(per_class, f"oracle_{ctx.dataset}_{run}", "or_table",
@@ -64,8 +65,9 @@ with ui.guard("The protocol comparison"):
         st.stop()
     st.caption("Highest score first; cross_class: it overlaps a GT of another class at 3D IoU ≥ the threshold "
                "(a well-localised box with the wrong label). Select a row to draw its image.")
-    st.dataframe(removed, hide_index=True, on_select=lambda: _on_removed(removed), selection_mode="single-row",
-                 key="or_removed", column_config=ui.fmt_table(removed, fraction=("score", "max_iou_other")))
+    st.dataframe(removed, hide_index=True, placeholder=MISSING, on_select=lambda: _on_removed(removed),
+                 selection_mode="single-row", key="or_removed",
+                 column_config=ui.fmt_table(removed, fraction=("score", "max_iou_other")))
     ui.export_table(removed, f"oracle_removed_{run}", "or_rm")
     hl = selection.parse_highlight(ui.get("highlight"))
     picked = removed[removed["pred_row"] == hl[2]] if hl and hl[0] == "pred" and hl[1] == run else removed.iloc[:0]

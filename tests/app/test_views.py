@@ -309,7 +309,7 @@ def test_bar_value_labels_are_readable_or_hidden(tiny_demo):
 
 
 @pytest.mark.parametrize("page", [None, SCENE, "app_pages/grid.py", "app_pages/curves.py",
-                                  "app_pages/confusion.py"])
+                                  "app_pages/confusion.py", "app_pages/oracle.py", "app_pages/errors.py"])
 def test_missing_values_show_as_a_dash(tiny_demo, page):
     at = app(page, ds="demo_indoor")
     assert not problems(at), problems(at)
