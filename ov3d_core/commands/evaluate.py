@@ -64,6 +64,22 @@ def dataset_subsets(name: str, spec) -> dict:
     return subsets
 
 
+def _bar(**kw):
+    """A tqdm bar on stderr that appears only once its step has run for ``OV3D_PROGRESS_DELAY`` seconds (default 1):
+    a step shorter than that leaves stderr untouched (errors stay one line)."""
+    import os
+
+    from tqdm import tqdm
+
+    return tqdm(file=sys.stderr, leave=False, delay=float(os.environ.get("OV3D_PROGRESS_DELAY", "1")), **kw)
+
+
+def _advance(bar, done: int) -> None:
+    """Move ``bar`` to ``done`` through ``update`` (which honours the delay; ``refresh`` would draw at once)."""
+    if done > bar.n:
+        bar.update(done - bar.n)
+
+
 class _PairProgress:
     """A tqdm bar on stderr for the geometry of one run (shown only while pairs are computed, not on cache hits)."""
 
@@ -71,13 +87,10 @@ class _PairProgress:
         self.label, self.bar = label, None
 
     def __call__(self, done: int, total: int) -> None:
-        from tqdm import tqdm
-
         if self.bar is None and total:
-            self.bar = tqdm(total=total, desc=f"geometry {self.label}", unit="img", file=sys.stderr, leave=False)
+            self.bar = _bar(total=total, desc=f"geometry {self.label}", unit="img")
         if self.bar is not None:
-            self.bar.n = done
-            self.bar.refresh()
+            _advance(self.bar, done)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -113,15 +126,12 @@ class _StepBars:
         self.bars: dict = {}
 
     def __call__(self, step: str, done: int, total: int) -> None:
-        from tqdm import tqdm
-
         bar = self.bars.get(step)
         if bar is None:
             in_bytes = step.startswith("parse")
-            bar = self.bars[step] = tqdm(total=total, desc=step, unit="B" if in_bytes else "step",
-                                         unit_scale=in_bytes, file=sys.stderr, leave=False)
-        bar.n = done
-        bar.refresh()
+            bar = self.bars[step] = _bar(total=total, desc=step, unit="B" if in_bytes else "step",
+                                         unit_scale=in_bytes)
+        _advance(bar, done)
         if done >= total:
             bar.close()
             del self.bars[step]
@@ -245,7 +255,7 @@ def run(args) -> int:
         finally:
             progress.close()
         v = View(dataset=spec.dataset, run=spec.name, protocol=args.protocol, min_score=args.min_score)
-        with tqdm(total=1, desc=f"scoring {spec.name}/{ds.name}", unit="step", file=sys.stderr, leave=False) as sbar:
+        with _bar(total=1, desc=f"scoring {spec.name}/{ds.name}", unit="step") as sbar:
             sc = a.score(v)
             sbar.update(1)
         if len(bench.run(spec.name, spec.dataset).pred) == 0:

@@ -101,9 +101,18 @@ def test_counter_is_cumulative_and_capped():
 def test_evaluate_draws_every_step_on_stderr(files, capsys, monkeypatch):
     gt, pred, tmp = files
     monkeypatch.setenv("OV3D_JSON_READER", "scan")
+    monkeypatch.setenv("OV3D_PROGRESS_DELAY", "0")  # these steps are short: draw them at once
     assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--cache-dir", str(tmp / "cache")]) == 0
     err = capsys.readouterr().err
     for step in (f"parse {gt.name}", f"convert {gt.name}", "cache the dataset", f"parse {pred.name}",
                  f"convert {pred.name}", "cache the run", "geometry", "scoring"):
         assert step in err, step
     assert "100%" in err
+
+
+def test_steps_shorter_than_the_delay_leave_stderr_untouched(files, capsys, monkeypatch):
+    gt, pred, tmp = files
+    monkeypatch.setenv("OV3D_PROGRESS_DELAY", "60")
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--cache-dir", str(tmp / "cache2")]) == 0
+    err = capsys.readouterr().err
+    assert "%|" not in err and "parse" not in err, err
