@@ -78,6 +78,8 @@ def _advance(bar, done: int) -> None:
     """Move ``bar`` to ``done`` through ``update`` (which honours the delay; ``refresh`` would draw at once)."""
     if done > bar.n:
         bar.update(done - bar.n)
+    if bar.total and done >= bar.total and bar.format_dict["elapsed"] >= bar.delay:
+        bar.refresh()  # the final state of a bar that is shown (update may skip it within mininterval)
 
 
 class _PairProgress:

@@ -62,7 +62,10 @@ def test_loaders_report_parse_bytes_and_convert(files, regions, monkeypatch):
         assert done == sorted(done) and len(parse) >= 3
         assert rec.of(f"convert {path.name}") == [(0, 1), (1, 1)]
     workers = {name for s, _, _, name in rec.calls if s == f"parse {pred.name}"} - {"MainThread"}
-    assert len(workers) == (0 if regions == 1 else 3)  # each region's thread reported its own bytes
+    if regions == 1:
+        assert not workers  # one region: parsed on the calling thread
+    else:  # the pool's threads reported their regions' bytes (a fast region may leave a thread unused)
+        assert 1 <= len(workers) <= 3
     # the same numbers with or without a reporter
     plain = load_predictions(pred, ds)
     np.testing.assert_array_equal(plain.pred.corners, run.pred.corners)
