@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.app.live import ARGS, CHROMIUM, open_page, serve, wait_idle
 
@@ -76,9 +77,18 @@ def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
     open_page(page, f"{url}/mining?ds=demo_indoor&mine=depth-error", "Failure mining")
     table = page.locator('[data-testid="stMainBlockContainer"] [data-testid="stDataFrame"]').first
     table.wait_for()
-    box = table.bounding_box()
-    page.mouse.click(box["x"] + 14, box["y"] + 35 + 35 + 17)  # the selection cell of the second-ranked image
-    page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first.wait_for()
+    wait_idle(page)  # the grid is drawn on a canvas: click once the page has settled
+    heading = page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first
+    for attempt in range(3):  # a click that lands while the canvas grid is still laying out is lost: click again
+        box = table.bounding_box()
+        page.mouse.click(box["x"] + 14, box["y"] + 35 + 35 + 17)  # the selection cell of the second-ranked image
+        try:
+            heading.wait_for(timeout=30_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            wait_idle(page)
     wait_idle(page)
     _no_exception(page)
     page.wait_for_function("() => location.search.includes('img=') && location.search.includes('hl=pred')",
