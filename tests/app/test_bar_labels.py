@@ -38,7 +38,8 @@ def test_presentation_mode_adds_no_colour_bar_to_bar_charts():
     from ov3d_core.viz.style import presentation
 
     fig = presentation(go.Figure(category_bars(_per_category(6, 2))))
-    assert all("colorbar" not in (t.to_plotly_json().get("marker") or {}) for t in fig.data)
+    markers = [t.to_plotly_json().get("marker", {}) for t in fig.data]
+    assert all("colorbar" not in (m if m is not None else {}) for m in markers)
     scatter = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="markers",
                                    marker=dict(color=[0.0, 1.0], showscale=True, colorbar=dict(tickfont=dict(size=10)))))
     assert presentation(scatter).data[0].marker.colorbar.tickfont.size > 10  # a real colour bar is enlarged

@@ -53,7 +53,7 @@ def test_overlay_labels_are_drawn_last_on_a_background_and_matched_gt_is_quiet()
     fig = image_overlay(None, K, layers, width=640, height=480, display_width=500, show_legend=False)
     names = [t.name for t in fig.data]
     first_label = min(i for i, t in enumerate(fig.data) if t.meta == "label")
-    assert all(t.mode == "lines" or t.name == "label backgrounds" for t in fig.data[:first_label])
+    assert all(t.mode == "lines" for t in fig.data[:first_label] if t.name != "label backgrounds")
     assert names.index("label backgrounds") == first_label - 1
     quiet = next(t for t in fig.data if t.name.startswith("GT TP") and t.meta == "label")
     assert quiet.mode == "markers" and list(quiet.hovertext) == ["chair"]  # hover only: the prediction says it

@@ -116,7 +116,7 @@ def test_panels_of_one_image_share_one_size_and_one_legend(tiny_demo):
     at = app(SCENE, ds="demo_indoor")
     assert not problems(at), problems(at)
     pills = at.pills(key="scene_big:demo_indoor")
-    assert len(pills.value) == 2  # one or two runs large by default, the others a click away
+    assert len(pills.value) == 2  # two runs large by default, the others a click away
     runs = [o.split(" · ")[0] for o in pills.options]  # the options read "run · TP 3 · FP 1 ..."
     for chosen in (runs[:3], runs[:1], runs):
         at.pills(key="scene_big:demo_indoor").set_value(chosen).run()

@@ -31,7 +31,8 @@ def test_evaluate_json_shape_and_hand_numbers(files, capsys):
                  "--json", str(out), "--cache-dir", str(tmp / "cache")]) == 0
     res = json.loads(out.read_text())
     (name, block), = res["datasets"].items()
-    assert name == gt.stem or name  # info.name or the stem
+    info = json.loads(gt.read_text()).get("info") or {}
+    assert name == info.get("name", gt.stem)  # the GT file's info.name, else its stem
     for key in ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50", "AP3D-N", "AP3D-M", "AP3D-F", "recall3D@15"):
         assert key in block
     # chair: dets by score: TP (0.9), FP (0.8, the table), TP (0.7); 2 GT. Precision envelope: recall 0.5 at p=1,

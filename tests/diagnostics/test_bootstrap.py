@@ -242,7 +242,7 @@ def test_paired_comparison_tables_and_identity():
     t = cmp.to_frame().set_index("metric")
     assert list(t.columns[:2]) == ["right", "wrong"]
     assert t.loc["AP3D", "diff"] > 0 and t.loc["AP3D", "lo"] > 0 and t.loc["AP3D", "significant"]
-    assert t.loc["AP3D", "p_value"] == pytest.approx(1 / 301)  # no resample at or below 0: the resolution floor
+    assert t.loc["AP3D", "p_value"] == pytest.approx(1 / 301)  # no resample reaches 0: the resolution floor
     cat = cmp.per_category_frame()
     assert (cat["p_adjusted"] >= cat["p_value"]).all() and (cat["correction"] == "holm").all()
     np.testing.assert_allclose(cat["p_adjusted"], holm(cat["p_value"].to_numpy()))
