@@ -26,8 +26,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from ov3d_core.io import npzstore
+
     try:
-        return int(args.func(args) or 0)
+        with npzstore.deferred_writes():  # caches are written while the command goes on; waited for at its end
+            return int(args.func(args) or 0)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

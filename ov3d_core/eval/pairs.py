@@ -352,6 +352,7 @@ class PairCache:
             self._memo.clear()
 
     def _load(self, path: Path, key: str, n_gt: int, n_pred: int) -> Pairs | None:
+        npzstore.wait(path)
         if not path.exists():
             return None
         try:

@@ -358,13 +358,18 @@ _MALLOC_SET = False
 
 
 class _Scanner:
-    """Runs the kernel over one record array, block by block, and gathers its output per field."""
+    """Runs the kernel over one record array, block by block, and gathers its output per field.
 
-    def __init__(self, file: str, fields: Sequence[Field], cap: int | None = None):
+    Each block's rows are copied once, into per-field arrays sized from the bytes the scanner is expected to cover
+    (``span``, estimated from the first block's bytes per record) and grown by doubling when the estimate was short;
+    rows never written stay untouched pages of an ``np.empty`` allocation."""
+
+    def __init__(self, file: str, fields: Sequence[Field], cap: int | None = None, span: int = 0):
         _large_blocks_to_os()
         self.file = file
         self.spec = sp = _Spec(fields)
         self.cap = cap = _BLOCK_RECORDS if cap is None else cap
+        self.span = int(span)
         self.out_f = np.zeros((cap, max(sp.width["float"], 1)), np.float64)
         self.out_i = np.zeros((cap, max(sp.width["int"], 1)), np.int64)
         self.out_b = np.zeros((cap, max(sp.width["bool"], 1)), np.uint8)
@@ -378,10 +383,11 @@ class _Scanner:
         self.stack = np.zeros(K.MAX_DEPTH + 2, np.uint8)
         self.state = np.zeros(8, np.int64)
         self.state[5] = sys.get_int_max_str_digits()
-        self.pieces: dict[str, list] = {f.name: [] for f in sp.fields}
-        self.st_pieces: dict[str, list] = {f.name: [] for f in sp.fields}
-        self.rec_pieces: list = []
-        self.kind_pieces: list = []
+        self.n = 0  # rows kept
+        self.values: dict[str, np.ndarray] = {}
+        self.st: dict[str, np.ndarray] = {}
+        self.rec_all = np.zeros((0, 2), np.int64)
+        self.kind_all = np.zeros(0, np.uint8)
 
     def call(self, buf, end, eof, pos, expect):
         sp = self.spec
@@ -390,26 +396,52 @@ class _Scanner:
                             self.rec_kind, self.tab, self.names, self.name_off, self.stack, self.state, K.POW10,
                             K.POW5, K.LITERALS)
 
+    def _reserve(self, rows: int, estimate: int) -> None:
+        """Room for ``rows`` kept rows (at least ``estimate``, else double): the kept rows move once if it grows."""
+        if rows <= len(self.kind_all):
+            return
+        cap = max(rows, estimate, 2 * len(self.kind_all))
+        sp, n = self.spec, self.n
+
+        def grown(old, shape, dtype):
+            new = np.empty((cap, *shape), dtype)
+            new[:n] = old[:n]
+            return new
+
+        for f in sp.fields:
+            dt = DTYPES.get(f.kind, np.int64)  # str: name ids
+            self.values[f.name] = grown(self.values.get(f.name, np.zeros((0, *f.shape), dt)), f.shape, dt)
+            self.st[f.name] = grown(self.st.get(f.name, np.zeros(0, np.uint8)), (), np.uint8)
+        self.rec_all = grown(self.rec_all, (2,), np.int64)
+        self.kind_all = grown(self.kind_all, (), np.uint8)
+
     def keep(self, n: int, base: int) -> None:
         """Copy the first n rows of the kernel's output (record spans shifted by ``base``)."""
         if not n:
             return
         sp = self.spec
+        estimate = 0
+        if not self.n and self.span:
+            used = int(self.rec[n - 1, 1] - self.rec[0, 0]) + 1
+            estimate = int(n * self.span / max(used, 1) * 1.05) + 64
+        self._reserve(self.n + n, estimate)
+        a, b = self.n, self.n + n
         for j, f in enumerate(sp.fields):
             s = int(sp.slots[j])
+            dest = self.values[f.name]
             if f.kind == "float":
                 size = int(np.prod(f.shape)) if f.shape else 1
-                piece = self.out_f[:n, s:s + size].reshape(n, *f.shape).copy()
+                dest[a:b] = self.out_f[:n, s:s + size].reshape(n, *f.shape)
             elif f.kind == "int":
-                piece = self.out_i[:n, s].copy()
+                dest[a:b] = self.out_i[:n, s]
             elif f.kind == "bool":
-                piece = self.out_b[:n, s].astype(bool)
+                dest[a:b] = self.out_b[:n, s]
             else:
-                piece = self.out_s[:n, s].astype(np.int64)
-            self.pieces[f.name].append(piece)
-            self.st_pieces[f.name].append(self.status[:n, j].copy())
-        self.rec_pieces.append(self.rec[:n] + base)
-        self.kind_pieces.append(self.rec_kind[:n].copy())
+                dest[a:b] = self.out_s[:n, s]
+            self.st[f.name][a:b] = self.status[:n, j]
+        np.add(self.rec[:n], base, out=self.rec_all[a:b])
+        self.kind_all[a:b] = self.rec_kind[:n]
+        self.n = b
 
     def result(self) -> dict:
         return collect([self])
@@ -482,7 +514,7 @@ def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields,
                  bar: progress.Counter | None = None) -> tuple[int, dict]:
     """Scan the array whose '[' is at ``buf[start]`` and which ends at ``end``; returns (code, result). ``bar``
     counts the bytes scanned."""
-    sc = _Scanner(file, fields)
+    sc = _Scanner(file, fields, span=end - start)
     pos, expect = start + 1, K.EXPECT_FIRST
     while True:
         code, p, expect, n = sc.call(buf, end, True, pos, expect)
@@ -526,7 +558,8 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
         return None
     starts = [lead + 1] + _split_points(p, lead + 1, size, _threads(size))
     stops = starts[1:] + [size]
-    scanners = [_Scanner(file, fields) for _ in starts]
+    scanners = [_Scanner(file, fields, span=(size if k == 0 else stop) - start)
+                for k, (start, stop) in enumerate(zip(starts, stops))]
     expects = [K.EXPECT_FIRST] + [K.EXPECT_ITEM] * (len(starts) - 1)
     jobs = list(zip(scanners, starts, stops, expects))
     bar = progress.Counter(progress.reporter(), f"parse {p.name}", size)
@@ -635,28 +668,47 @@ def _scan_region(p: Path, size: int, sc: _Scanner, start: int, stop: int, expect
 
 
 def collect(scanners: list[_Scanner]) -> dict:
-    """One scan result from the pieces of consecutive scanners (their name tables merged), concatenated field by
-    field so that only one field is held twice at a time."""
+    """One scan result from consecutive scanners (their name tables merged): the first scanner's arrays, with the
+    later scanners' rows copied after its own (into its spare room when the estimate left enough, else joined)."""
     fields = scanners[0].spec.fields
     index: dict[bytes, int] = {}
     for sc in scanners:
         remap = np.array([index.setdefault(raw, len(index)) for raw in sc.name_list()] + [-1], np.int64)
         if len(scanners) > 1:
             for f in fields:
-                if f.kind == "str":
-                    for vals, st in zip(sc.pieces[f.name], sc.st_pieces[f.name]):
-                        ok = st == _OK
-                        vals[ok] = remap[vals[ok]]
+                if f.kind == "str" and sc.n:
+                    vals, st = sc.values[f.name][:sc.n], sc.st[f.name][:sc.n]
+                    ok = st == _OK
+                    vals[ok] = remap[vals[ok]]
+    total = sum(sc.n for sc in scanners)
+    first = scanners[0]
     out: dict = {"names": list(index), "values": {}, "status": {}}
+
+    def merged(get, empty_shape, dtype):
+        parts = [get(sc)[:sc.n] for sc in scanners if sc.n]
+        if not parts:
+            return np.zeros(empty_shape, dtype)
+        head = get(first)
+        if first.n and len(head) >= total:  # room after the first scanner's rows: copy the others there
+            at = first.n
+            for part in parts[1:]:
+                head[at:at + len(part)] = part
+                at += len(part)
+            return head[:total]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     for f in fields:
-        parts = [piece for sc in scanners for piece in sc.pieces.pop(f.name)]
-        out["values"][f.name] = _joined(parts, (0, *f.shape), DTYPES.get(f.kind, np.int64))
-        del parts
-        out["status"][f.name] = _joined([st for sc in scanners for st in sc.st_pieces.pop(f.name)], (0,), np.uint8)
-    out["rec"] = _joined([r for sc in scanners for r in sc.rec_pieces], (0, 2), np.int64)
-    out["rec_kind"] = _joined([k for sc in scanners for k in sc.kind_pieces], (0,), np.uint8)
+        dt = DTYPES.get(f.kind, np.int64)  # str: name ids
+        out["values"][f.name] = merged(lambda sc: sc.values.get(f.name, np.zeros((0, *f.shape), dt)),
+                                       (0, *f.shape), dt)
+        out["status"][f.name] = merged(lambda sc: sc.st.get(f.name, np.zeros(0, np.uint8)), (0,), np.uint8)
+        for sc in scanners:
+            sc.values.pop(f.name, None)
+            sc.st.pop(f.name, None)
+    out["rec"] = merged(lambda sc: sc.rec_all, (0, 2), np.int64)
+    out["rec_kind"] = merged(lambda sc: sc.kind_all, (0,), np.uint8)
     for sc in scanners:
-        sc.rec_pieces, sc.kind_pieces = [], []
+        sc.rec_all, sc.kind_all = np.zeros((0, 2), np.int64), np.zeros(0, np.uint8)
     return out
 
 

@@ -83,7 +83,7 @@ POW10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
 
 # ------------------------------------------------------------------------------------------------- numbers
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _mul128(a, b):
     """Full 64x64 -> 128-bit product of two uint64, as (hi, lo)."""
     a_lo = a & _M32
@@ -100,7 +100,7 @@ def _mul128(a, b):
     return hi, lo
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _clz(x):
     n = 0
     if x <= _U64(0x00000000FFFFFFFF):
@@ -123,7 +123,7 @@ def _clz(x):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def to_double(w, q, neg, pow10, pow5):
     """``(value, ok)``: the double nearest to ``w * 10**q`` (ties to even), for ``w`` < 10**19 (uint64).
 
@@ -165,7 +165,7 @@ def to_double(w, q, neg, pow10, pow5):
     return (-v if neg else v), True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def scan_number(buf, p, end, eof):
     """Parse the JSON number at ``buf[p]``.
 
@@ -251,7 +251,7 @@ def scan_number(buf, p, end, eof):
 
 # ------------------------------------------------------------------------------------------------- tokens
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ws(buf, p, end):
     while p < end:
         c = buf[p]
@@ -261,12 +261,12 @@ def _ws(buf, p, end):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _is_hex(c):
     return (48 <= c <= 57) or (65 <= c <= 70) or (97 <= c <= 102)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def scan_string(buf, p, end, eof, state):
     """The JSON string opening at ``buf[p]`` (a quote). Returns ``(pos after the closing quote, flags)``, flags bit 1:
     has escapes, bit 2: has non-ASCII bytes; or a negative code with ``state[1]`` the error offset."""
@@ -307,7 +307,7 @@ def scan_string(buf, p, end, eof, state):
     return _R_NEED, flags
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _literal(buf, p, end, eof, lit):
     """Match ``lit`` (bytes as uint8 array) at p: new pos, or a negative code."""
     n = len(lit)
@@ -326,7 +326,7 @@ _NAN = np.frombuffer(b"NaN", np.uint8).copy()
 _INF = np.frombuffer(b"Infinity", np.uint8).copy()
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _scalar_token(buf, p, end, eof, state, lits):
     """Skip one non-container value at p (string, number, literal). Returns new pos or a negative code. Flags in
     ``state[3]``: 2 non-ASCII string bytes, 4 an integer literal of more than ``state[5]`` digits."""
@@ -367,7 +367,7 @@ def _scalar_token(buf, p, end, eof, state, lits):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _end(eof, state, p):
     """The code for input that ends at p: invalid JSON if it is the real end, else more is needed."""
     if eof:
@@ -376,7 +376,7 @@ def _end(eof, state, p):
     return _R_NEED
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _member_key(buf, p, end, eof, state):
     """An object member's ``"key" :`` at p (after whitespace): the position after the colon, or a negative code."""
     if p >= end:
@@ -398,7 +398,7 @@ def _member_key(buf, p, end, eof, state):
     return p + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def skip_value(buf, p, end, eof, depth0, stack, state, lits):
     """Skip one JSON value starting at p (after whitespace), validating it. ``depth0``: nesting depth of the value's
     container. Returns the position after it or a negative code (error offset in ``state[1]``)."""
@@ -459,7 +459,7 @@ def skip_value(buf, p, end, eof, depth0, stack, state, lits):
 
 # ------------------------------------------------------------------------------------------------- fields
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _field_of(buf, ks, ke, keys, key_off, key_hash):
     """Index of the declared field whose key is ``buf[ks:ke]`` (raw bytes, no escapes), else -1."""
     n = ke - ks
@@ -483,7 +483,7 @@ def _field_of(buf, ks, ke, keys, key_off, key_hash):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _intern(buf, s, e, state, tab, names, name_off):
     """Id of the raw string ``buf[s:e]`` in the name table (added if new); -1 if the table is full."""
     h = np.uint64(14695981039346656037)
@@ -520,7 +520,7 @@ def _intern(buf, s, e, state, tab, names, name_off):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _numeric(buf, p, end, eof, kind, rows, cols, out_f, out_i, out_b, i, slot, pow10, pow5, lits, state):
     """Read the value of a numeric/bool field at p into the outputs. Returns ``(pos, status)``: status OK or EXACT
     (then pos is still the value start: the caller skips it), NULL; or (negative code, 0)."""
@@ -638,7 +638,7 @@ def _numeric(buf, p, end, eof, kind, rows, cols, out_f, out_i, out_b, i, slot, p
     return q0, OK
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def nd_too_big(w, neg):
     """An integer literal outside int64."""
     if neg:
@@ -648,7 +648,7 @@ def nd_too_big(w, neg):
 
 # ------------------------------------------------------------------------------------------------- records
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, cols,
             out_f, out_i, out_b, out_s, status, tab, names, name_off, stack, state, pow10, pow5, lits):
     """Parse the object at p (buf[p] == '{') as record i. Returns the position after it or a negative code."""
@@ -748,7 +748,7 @@ def _record(buf, p, end, eof, i, keys, key_off, key_hash, kinds, slots, rows, co
         return _R_SYNTAX, False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def scan_array(buf, end, eof, pos, expect, keys, key_off, key_hash, kinds, slots, rows, cols,
                out_f, out_i, out_b, out_s, status, rec, rec_kind, tab, names, name_off, stack, state,
                pow10, pow5, lits):
@@ -808,7 +808,7 @@ def scan_array(buf, end, eof, pos, expect, keys, key_off, key_hash, kinds, slots
         expect = EXPECT_SEP
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def object_member(buf, p, end, state):
     """At p (whitespace allowed): a member's ``"key" :``. Returns ``(code, key start, key end, value start)``; code
     DONE, or SYNTAX with the offset in ``state[1]``. The key offsets include its quotes."""
@@ -832,7 +832,7 @@ def object_member(buf, p, end, state):
     return DONE, p, r, q
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def object_next(buf, p, end, state):
     """After a member's value: ``(code, pos, more)``; more: a ',' (pos after it), else a closing '}' (pos after it).
     """
@@ -845,7 +845,7 @@ def object_next(buf, p, end, state):
     return SYNTAX, p, False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def skip_at(buf, p, end, depth0, stack, state, lits):
     """``skip_value`` over a complete buffer, as (code, pos after the value)."""
     r = skip_value(buf, p, end, np.bool_(True), depth0, stack, state, lits)

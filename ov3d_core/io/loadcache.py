@@ -26,6 +26,7 @@ import functools
 import json
 import logging
 import math
+import mmap
 import os
 import re
 import sys
@@ -77,13 +78,16 @@ def file_digest(path: str | os.PathLike, *, recheck: bool = False, progress=None
             return hit[1]
     h = xxhash.xxh3_128()
     with open(p, "rb") as f:
-        while True:
-            block = f.read(_READ)
-            if not block:
-                break
-            h.update(block)
-            if progress is not None:
-                progress(len(block))
+        if st.st_size:
+            # Hashed from a read-only map of the page cache: a read() into fresh buffers costs a page fault and a
+            # zeroed page per 4 KiB (0.51 s instead of 0.16 s for 476 MB with ``columnar``'s 128 KiB mmap threshold).
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, memoryview(m) as view:
+                for s in range(0, len(view), _READ):
+                    block = view[s:s + _READ]
+                    h.update(block)
+                    block.release()
+                    if progress is not None:
+                        progress(min(_READ, len(view) - s))
     digest = h.hexdigest()
     after = _stat_key(p.stat())
     if after == sk:  # not written while we read it
@@ -403,6 +407,7 @@ def cached_load(root: str | Path | None, kind: str, files, params: dict, load: C
     except OSError:  # a missing or unreadable file: let the loader raise its own InputError
         return load()
     path = _entry_path(root, kind, key)
+    npzstore.wait(path)
     if path.is_file():
         try:
             obj, caught = _read_entry(path, kind, key)

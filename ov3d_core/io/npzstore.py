@@ -9,21 +9,32 @@ back as data. Files are written atomically (temporary file + ``os.replace``) and
 
 Uncompressed members can be memory-mapped (``read(..., mmap=True)``): the arrays are read-only views of the file, so
 a large pair table costs page cache, not a private copy.
+
+``write(..., background=True)`` checks the arrays and takes their digests at once, then writes the file on one
+worker thread while the caller goes on (a cold ``evaluate`` scores while its caches are written; the interpreter
+waits for the writer before it exits). ``read`` and ``wait`` wait for a pending write of that path first. An array
+changed after the call makes a file whose digests do not match: ``read`` refuses it, so it is recomputed, never used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import struct
 import tempfile
+import threading
 import zipfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import xxhash
 
-__all__ = ["StoreError", "write", "read", "digest_array", "update_digest", "FORMAT"]
+__all__ = ["StoreError", "write", "read", "wait", "deferred_writes", "digest_array", "update_digest", "FORMAT"]
+
+log = logging.getLogger(__name__)
 
 FORMAT = "ov3d-npz-1"
 _META = "__meta__"
@@ -60,11 +71,16 @@ def _meta_digest(doc: dict) -> str:
     return xxhash.xxh3_128(json.dumps(body, sort_keys=True, allow_nan=False).encode()).hexdigest()
 
 
-def write(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> None:
+def write(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict, *,
+          background: bool | None = None) -> None:
     """Write ``arrays`` (names must be identifiers, dtypes plain) and JSON-able ``meta`` to ``path`` atomically.
 
-    Raises ``TypeError`` for an array that would need pickle, ``OSError`` when the folder is not writable."""
+    Raises ``TypeError`` for an array that would need pickle, ``OSError`` when the folder is not writable (with
+    ``background``, at once if the folder cannot be made; a later write failure is logged as a warning and leaves no
+    file). ``background=None``: as ``deferred_writes`` says (off by default)."""
     path = Path(path)
+    if background is None:
+        background = _defer.on
     listing = {}
     for name, a in arrays.items():
         if name == _META or not name.isidentifier():
@@ -76,6 +92,20 @@ def write(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) ->
     doc["digest"] = _meta_digest(doc)
     head = np.frombuffer(json.dumps(doc, sort_keys=True, allow_nan=False).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not background:
+        _write_file(path, head, arrays)
+        return
+    wait(path)  # one writer per path at a time
+    global _writer
+    with _pending_lock:
+        if _writer is None:
+            _writer = ThreadPoolExecutor(1, thread_name_prefix="ov3d-cache-writer")
+        fut = _writer.submit(_write_file, path, head, dict(arrays))
+        _pending[str(path)] = fut
+    fut.add_done_callback(lambda f, p=path: _finished(p, f))
+
+
+def _write_file(path: Path, head: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -85,6 +115,52 @@ def write(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) ->
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+_writer: ThreadPoolExecutor | None = None
+_pending: dict[str, Future] = {}
+_pending_lock = threading.Lock()
+
+
+def _finished(path: Path, fut: Future) -> None:
+    with _pending_lock:
+        if _pending.get(str(path)) is fut:
+            del _pending[str(path)]
+    exc = fut.exception()
+    if exc is not None:
+        log.warning("could not write cache file %s (%s: %s); continuing without it", path, type(exc).__name__, exc)
+
+
+class _Defer(threading.local):
+    on = False
+
+
+_defer = _Defer()
+
+
+@contextlib.contextmanager
+def deferred_writes():
+    """Within the block, this thread's cache writes go to the background writer; on leaving it, every pending write
+    is waited for (the CLI runs each command inside one: its caches are written while it scores)."""
+    before = _defer.on
+    _defer.on = True
+    try:
+        yield
+    finally:
+        _defer.on = before
+        wait()
+
+
+def wait(path: str | os.PathLike | None = None) -> None:
+    """Return once the background write of ``path`` (of every path: None) is finished; its errors were logged."""
+    with _pending_lock:
+        futs = list(_pending.values()) if path is None else [_pending.get(str(Path(path)))]
+    for fut in futs:
+        if fut is not None:
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - logged by _finished
+                pass
 
 
 def _member_offset(fh, info: zipfile.ZipInfo) -> int:
@@ -123,6 +199,7 @@ def read(path: str | os.PathLike, *, mmap: bool = False) -> tuple[dict[str, np.n
 
     With ``mmap`` the arrays are read-only memory maps of the file (its members are stored uncompressed)."""
     path = Path(path)
+    wait(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             names = set(z.files)
