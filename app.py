@@ -12,6 +12,7 @@ demo source at another folder (the tests use a tiny demo).
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import streamlit as st
 
 from ov3d_app import cache, ui
 from ov3d_app import state as S
+from ov3d_app import tags as T
 from ov3d_core.errors import InputError
 
 HERE = Path(__file__).parent
@@ -123,6 +125,32 @@ def _sidebar_lab_meeting() -> None:
                 st.rerun()
         if not views:
             st.caption("No pinned views yet. Set up a view, then pin it; the list steps through them.")
+        else:
+            _download_pinned_views(views)
+
+
+def _download_pinned_views(views: list[dict]) -> None:
+    """The pinned views with every tag and note of the datasets they show, as one JSON file."""
+    ctx = st.session_state.get("_ctx")
+    source, cfg_path = ui.get("source"), ui.get("config_path") or ""
+    with ui.guard("The pinned-views download"):
+        store = T.store(ctx.cfg_key) if ctx is not None else None
+        datasets = list(cache.catalog(ctx.cfg_key)["datasets"]) if ctx is not None else []
+        bundle = T.pinned_bundle(views, tag_store=store, source=source, config_path=cfg_path, datasets=datasets,
+                                 default_page=ui.PAGES[0][3])  # built here: a bad tags file is a message
+        st.download_button("Download pinned views (JSON)", data=json.dumps(bundle, indent=1, ensure_ascii=False),
+                           file_name="pinned_views.json", mime="application/json", on_click="ignore",
+                           icon=":material/download:", key="views_dl", width="stretch",
+                           help="The pinned views (title, page, settings, link) and every tag and note of the "
+                                "datasets they show, for a colleague.")
+        if store is None:
+            st.caption("No benchmark is loaded: the file lists the views without tags.")
+            return
+        elsewhere = sum(1 for v in views if not T.of_source(v, source, cfg_path))
+        if elsewhere:
+            st.caption(f"{elsewhere} pinned view{'s are' if elsewhere != 1 else ' is'} of another data source: the "
+                       f"file lists {'them' if elsewhere != 1 else 'it'} without tags (those are saved beside that "
+                       "config).")
 
 
 def _go_to_view(i: int) -> None:

@@ -101,4 +101,5 @@ with ui.guard("The sample grid"):
     with st.expander(f"Matching boxes ({len(matching)})"):
         st.dataframe(matching, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
             matching, fraction=tuple(selection.SAMPLE_ATTRIBUTES)))
-        ui.export_table(matching, f"grid_{ctx.dataset}_{run}", "grid_tbl")
+        ui.export_table(T.with_tags(ctx.cfg_key, ctx.dataset, matching, run=run), f"grid_{ctx.dataset}_{run}",
+                        "grid_tbl")

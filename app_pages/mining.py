@@ -148,7 +148,8 @@ with ui.guard("The failure-mining list"):
         st.dataframe(images, hide_index=True, key=key, on_select=lambda: _on_image_row(images, key),
                      selection_mode="single-row", placeholder=MISSING, height=min(38 + 35 * len(images), 420),
                      column_config=_columns(images))
-        ui.export_table(images, f"mining_{kind}_{ctx.dataset}", "mine_img_x")
+        ui.export_table(T.with_tags(ctx.cfg_key, ctx.dataset, images, kind="image"), f"mining_{kind}_{ctx.dataset}",
+                        "mine_img_x")
     first = boxes.groupby("image_id", sort=False).head(1).set_index("image_id")  # each image's top box
     opened = st.session_state.pop("_mine_open", None)
     if opened is not None:
@@ -166,7 +167,10 @@ with ui.guard("The failure-mining list"):
         st.dataframe(sub, hide_index=True, key=bkey, on_select=lambda: _on_box_row(bkey),
                      selection_mode="single-row", placeholder=MISSING, height=min(38 + 35 * len(sub), 380),
                      column_config=_columns(sub))
-        ui.export_table(sub, f"mining_{kind}_boxes_{ctx.dataset}", "mine_box_x")
+        box_of = ({"kind": "pred", "row": "pred_row", "run": run} if "pred_row" in sub and kind not in MULTI_RUN
+                  else {"kind": "gt", "row": "gt_row"})  # the box a row stands for, as ``_box_key`` reads it
+        ui.export_table(T.with_tags(ctx.cfg_key, ctx.dataset, sub, **box_of), f"mining_{kind}_boxes_{ctx.dataset}",
+                        "mine_box_x")
         box_key, i = st.session_state.get("_mine_box") or (None, 0)
         i = int(i) if box_key == bkey else 0
         rec = sub.iloc[min(i, len(sub) - 1)].to_dict()

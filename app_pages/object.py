@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, drawing, ui
+from ov3d_app import tags as T
 from ov3d_app.drawing import MISSING
 from ov3d_core.viz.scene3d import scene_figure
 
@@ -108,4 +109,5 @@ with ui.guard("The object view"):
             ui.plot(fig, "obj_3d_fig", export_name=f"object3d_{ctx.dataset}_{g}", config={"plotGlPixelRatio": 1})
     st.dataframe(table, hide_index=True, key="obj_table", placeholder=MISSING,
                  column_config=ui.fmt_table(table, fraction=("iou3d", "iou2d", "score")))
-    ui.export_table(table, f"object_{ctx.dataset}_{g}", "obj_x", caption=ov.sentence())
+    ui.export_table(T.with_tags(ctx.cfg_key, ctx.dataset, table, kind="pred", row="pred_row", image_id=ov.image_id),
+                    f"object_{ctx.dataset}_{g}", "obj_x", caption=ov.sentence())

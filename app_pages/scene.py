@@ -185,10 +185,10 @@ with ui.guard("The scene inspector"):
     detail_runs = [r for r in shown if r]
     if detail_runs:
         A = cache.analysis(ctx.cfg_key)
-        tag_table = T.store(ctx.cfg_key).table(ctx.dataset)
-        preds = selection.image_details({r: A.pred_details(ctx.view(r)) for r in detail_runs}, image_id, "pred",
-                                        tag_table)
-        gts = selection.image_details({r: A.gt_details(ctx.view(r)) for r in detail_runs}, image_id, "gt", tag_table)
+        preds = T.with_tags(ctx.cfg_key, ctx.dataset, selection.image_details(
+            {r: A.pred_details(ctx.view(r)) for r in detail_runs}, image_id, "pred"), kind="pred", image_id=image_id)
+        gts = T.with_tags(ctx.cfg_key, ctx.dataset, selection.image_details(
+            {r: A.gt_details(ctx.view(r)) for r in detail_runs}, image_id, "gt"), kind="gt", image_id=image_id)
         st.markdown(f"**Boxes on image {image_id}** (at 3D IoU {ctx.iou:g}; click a header to sort, a row to select "
                     "the box)")
         tp, tg = st.tabs([f"Predictions ({len(preds)})", f"Ground truth ({len(gts)})"])

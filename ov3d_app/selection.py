@@ -334,30 +334,19 @@ def run_counts(boxes: pd.DataFrame, runs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _box_tags(tags: pd.DataFrame | None, kind: str) -> dict[tuple, str]:
-    if tags is None or not len(tags):
-        return {}
-    t = tags[tags["kind"] == kind]
-    return {(str(r.run or ""), int(r.row), int(r.image_id)): str(r.tags) for r in t.itertuples() if r.tags}
-
-
-def image_details(details: Mapping[str, pd.DataFrame], image_id: int, kind: str,
-                  tags: pd.DataFrame | None = None) -> pd.DataFrame:
+def image_details(details: Mapping[str, pd.DataFrame], image_id: int, kind: str) -> pd.DataFrame:
     """The rows of one image from per-run detail tables (``Analysis.pred_details`` for ``kind="pred"``,
-    ``Analysis.gt_details`` for ``kind="gt"``): ``run`` first, the row index as ``row``, the image id dropped, and
-    the tags of each box (``ov3d_core.tags.TagStore.table``) as a ``tags`` column."""
+    ``Analysis.gt_details`` for ``kind="gt"``): ``run`` first, the row index as ``row``, the image id dropped (the
+    scene page adds the boxes' tags and notes with ``ov3d_core.tags.join_tags``)."""
     col = "pred" if kind == "pred" else "gt"
-    by_box = _box_tags(tags, kind)
     parts = []
     for run, df in details.items():
         sub = df[df["image_id"].to_numpy(np.int64) == int(image_id)].rename(columns={col: "row"})
         sub = sub.drop(columns=["image_id"])
         sub.insert(0, "run", run)
-        key_run = run if kind == "pred" else ""
-        sub["tags"] = [by_box.get((key_run, int(r), int(image_id))) for r in sub["row"]]
         parts.append(sub)
     if not parts:
-        return pd.DataFrame(columns=["run", "row", "tags"])
+        return pd.DataFrame(columns=["run", "row"])
     return pd.concat(parts, ignore_index=True)
 
 

@@ -14,6 +14,9 @@ are atomic (a temporary file in the same folder, then ``os.replace``) and serial
 ``flock`` on ``<file>.lock``; every write re-reads the file first, so two app sessions never lose each other's tags.
 A file that is not valid JSON or does not follow the schema is an ``InputError`` naming the item and the field; it
 is never overwritten.
+
+Exports carry them: :func:`join_tags` adds ``tags`` and ``note`` columns to an image-level or box-level table, and
+:func:`views_bundle` puts pinned views and the tags of the datasets they show into one JSON object.
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Iterable, Literal, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ov3d_core.errors import InputError
 
-__all__ = ["BoxRef", "TagItem", "TagStore", "tags_path", "SUGGESTED_TAGS", "TAG_COLUMNS"]
+__all__ = ["BoxRef", "TagItem", "TagStore", "tags_path", "join_tags", "views_bundle", "SUGGESTED_TAGS",
+           "TAG_COLUMNS"]
 
 #: Tags offered in the app before any is typed.
 SUGGESTED_TAGS = ("annotation error", "for the talk", "interesting", "duplicate", "wrong class")
@@ -207,3 +212,74 @@ class TagStore:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+# ---------------------------------------------------------------------------------------------------- exports
+_ROW_KINDS = ("image", "gt", "pred")
+_IMAGE_ROW = -1   # the ``row`` key of an image item (a box row is >= 0)
+_NO_BOX = -2      # the ``row`` key of a table row without a box (e.g. a run with no prediction on the object)
+
+
+def join_tags(frame: pd.DataFrame, tags: pd.DataFrame, *, kind: str | None = None, run: str | None = None,
+              row: str = "row", image_id: int | None = None) -> pd.DataFrame:
+    """``frame`` with ``tags`` (joined by ", ") and ``note`` columns from ``tags`` (:meth:`TagStore.table` of the
+    frame's dataset); ``""`` on rows that have none. ``frame`` itself is returned when ``tags`` is empty (the dataset
+    has no tags: the export does not change).
+
+    Image rows (``kind="image"``) take the tags of their image; box rows take the tags of their box, keyed as the
+    store keys it: ``(kind, run, row)``, with run ``""`` for GT boxes. ``kind=None`` reads each row's kind from the
+    frame's ``kind`` column ("image", "gt" or "pred"); ``run=None`` reads the run of prediction rows from its ``run``
+    column; ``row`` names the column holding the box's row number (a missing value: no box, no tags);
+    ``image_id`` gives the image of every row when the frame has no ``image_id`` column. Tags of images or boxes
+    that are not in the frame are ignored."""
+    if tags is None or not len(tags):
+        return frame
+    if tags["dataset"].nunique() > 1:
+        raise ValueError(f"join_tags takes the tags of one dataset, got {sorted(tags['dataset'].unique())}")
+    clash = sorted({"tags", "note"} & set(frame.columns))
+    if clash:
+        raise ValueError(f"the frame already has column(s) {clash}")
+    n = len(frame)
+    kinds = (frame["kind"].astype(object).to_numpy() if kind is None else np.full(n, kind, dtype=object))
+    bad = sorted(set(kinds.tolist()) - set(_ROW_KINDS))
+    if bad:
+        raise ValueError(f"row kinds must be one of {_ROW_KINDS}, got {bad}")
+    images = (np.full(n, int(image_id), np.int64) if image_id is not None
+              else frame["image_id"].to_numpy(np.int64))
+    is_box = kinds != "image"
+    rows = np.full(n, _IMAGE_ROW, np.int64)
+    runs = np.full(n, "", dtype=object)
+    if is_box.any():
+        r = pd.to_numeric(frame[row]).to_numpy(np.float64, na_value=np.nan)[is_box]
+        rows[is_box] = np.where(np.isnan(r), _NO_BOX, np.nan_to_num(r)).astype(np.int64)
+        pred = kinds == "pred"
+        if pred.any():
+            runs[pred] = (frame["run"].astype(object).to_numpy()[pred] if run is None else run)
+    left = pd.DataFrame({"image_id": images, "kind": kinds, "run": runs, "row": rows})
+    right = pd.DataFrame({"image_id": tags["image_id"].to_numpy(np.int64),
+                          "kind": tags["kind"].astype(object).to_numpy(),
+                          "run": tags["run"].fillna("").astype(object).to_numpy(),
+                          "row": tags["row"].fillna(_IMAGE_ROW).to_numpy(np.int64),
+                          "tags": tags["tags"].astype(object).to_numpy(),
+                          "note": tags["note"].astype(object).to_numpy()})
+    right = right.drop_duplicates(["image_id", "kind", "run", "row"])  # one item per key (the first, as ``get``)
+    got = left.merge(right, how="left", on=["image_id", "kind", "run", "row"], validate="many_to_one", sort=False)
+    out = frame.copy()
+    out["tags"] = got["tags"].fillna("").to_numpy(object)
+    out["note"] = got["note"].fillna("").to_numpy(object)
+    return out
+
+
+def views_bundle(views: Sequence[Mapping], items: Iterable[TagItem], datasets: Iterable[str]) -> dict:
+    """Pinned views with the annotations behind them, as one JSON-ready object::
+
+        {"views": [<each view as given>...], "tags": {<dataset>: [<TagItem as JSON>...]}}
+
+    ``tags`` holds every item of ``items`` on each of ``datasets`` (a dataset without tags maps to ``[]``, so a
+    reader tells "no tags" from "not included")."""
+    want = list(dict.fromkeys(datasets))
+    out: dict[str, list] = {ds: [] for ds in want}
+    for it in items:
+        if it.dataset in out:
+            out[it.dataset].append(it.model_dump(mode="json"))
+    return {"views": [dict(v) for v in views], "tags": out}
