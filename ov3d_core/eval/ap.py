@@ -525,13 +525,14 @@ def _matches(params, name, a, acc_order, rows, state, match, unmatched, n_pred, 
     T = len(params.iou_thresholds)
     dt_match = np.full((T, n_pred), -1, np.int64)
     dt_ignore = np.zeros((T, n_pred), bool)
-    dt_ignore[:, acc_order] = (unmatched[:, a] == STATE_IGNORED)[None, :]
+    dt_ignore[:, acc_order[unmatched[:, a] == STATE_IGNORED]] = True
     det_rows = acc_order[rows]
     dt_match[:, det_rows] = match.T
     dt_ignore[:, det_rows] = (state[:, a, :] == STATE_IGNORED).T
     gt_match = np.full((T, n_gt), -1, np.int64)
-    tt, dd = np.nonzero(dt_match >= 0)
-    gt_match[tt, dt_match[tt, dd]] = dd
+    for t in range(T):  # matching is one-to-one per threshold: each matched GT has one detection
+        hit = match[:, t] >= 0
+        gt_match[t, match[hit, t]] = det_rows[hit]
     dt_eval = np.zeros(n_pred, bool)
     dt_eval[acc_order] = True
     for arr in (dt_match, dt_ignore, gt_match, dt_eval, gt_ignore, gt_valid):

@@ -101,7 +101,9 @@ def encode_names(names, vocabulary) -> np.ndarray:
         raise ValueError(f"vocabulary: expected unique names, got duplicates {sorted(vocab[vocab.duplicated()])}")
     if len(names) == 0:
         return np.zeros(0, np.int64)
-    return vocab.get_indexer(names).astype(np.int64)
+    # An object Index: pandas 3 would otherwise infer its string dtype and copy every name into Arrow first
+    # (0.70 s instead of 0.10 s for 2M names).
+    return vocab.get_indexer(pd.Index(names, dtype=object, copy=False)).astype(np.int64)
 
 
 def gt_codes(gt_categories, vocabulary) -> np.ndarray:

@@ -340,16 +340,18 @@ class _Spec:
 
 
 def _large_blocks_to_os() -> None:
-    """Make glibc serve every allocation above 128 KiB with its own mmap (its default threshold grows to 32 MiB once
-    large blocks are freed, after which the scan's freed pieces stay in the heap: +50% peak RSS at 2M predictions,
-    measured in bench/bench_load.py). Done once per process; a no-op off glibc."""
+    """Fix glibc's mmap threshold at 32 MiB: allocations above it get their own mmap and go back to the system when
+    freed. Left alone, glibc raises the threshold after every large free, and the scan's freed blocks stayed in the
+    heap (+50% peak RSS at 2M predictions, bench/bench_load.py). A lower threshold costs time instead: at 2M predictions
+    128 KiB gave 30.2 s / 1,710 MiB, 4 MiB 26.8 s / 1,793 MiB, 32 MiB 24.1 s / 1,878 MiB (cold ``evaluate``, one run
+    each; every fresh map is a zeroed page per 4 KiB). Done once per process; a no-op off glibc."""
     global _MALLOC_SET
     if _MALLOC_SET:
         return
     _MALLOC_SET = True
     if sys.platform.startswith("linux"):
         try:
-            ctypes.CDLL(None).mallopt(-3, 1 << 17)  # M_MMAP_THRESHOLD
+            ctypes.CDLL(None).mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
         except (OSError, AttributeError):
             pass
 

@@ -78,16 +78,15 @@ def file_digest(path: str | os.PathLike, *, recheck: bool = False, progress=None
             return hit[1]
     h = xxhash.xxh3_128()
     with open(p, "rb") as f:
-        if st.st_size:
-            # Hashed from a read-only map of the page cache: a read() into fresh buffers costs a page fault and a
-            # zeroed page per 4 KiB (0.51 s instead of 0.16 s for 476 MB with ``columnar``'s 128 KiB mmap threshold).
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, memoryview(m) as view:
-                for s in range(0, len(view), _READ):
-                    block = view[s:s + _READ]
-                    h.update(block)
-                    block.release()
-                    if progress is not None:
-                        progress(min(_READ, len(view) - s))
+        # Hashed from read-only maps of the page cache, one window at a time: a read() into fresh buffers costs a
+        # page fault and a zeroed page per 4 KiB (0.51 s instead of 0.16 s for 476 MB with ``columnar``'s 128 KiB
+        # mmap threshold), and one map of the whole file would count it all in this process's peak RSS.
+        for s in range(0, st.st_size, _READ):
+            n = min(_READ, st.st_size - s)
+            with mmap.mmap(f.fileno(), n, offset=s, access=mmap.ACCESS_READ) as m:
+                h.update(m)
+            if progress is not None:
+                progress(n)
     digest = h.hexdigest()
     after = _stat_key(p.stat())
     if after == sk:  # not written while we read it
