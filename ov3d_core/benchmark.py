@@ -100,6 +100,7 @@ class Benchmark:
         with self._lock:
             if name not in self._datasets:
                 self._datasets[name] = self._load_dataset(self.dataset_spec(name))
+                _trim_heap()
             return self._datasets[name]
 
     def _load_dataset(self, spec: DatasetSpec) -> Dataset:
@@ -132,6 +133,7 @@ class Benchmark:
             key = (run, dataset)
             if key not in self._runs:
                 self._runs[key] = self._load_run(self.run_spec(run, dataset), self.dataset(dataset))
+                _trim_heap()
             return self._runs[key]
 
     def _load_run(self, spec: RunSpec, ds: Dataset) -> Run:
@@ -169,6 +171,7 @@ class Benchmark:
             if key not in self._pairs:
                 ds, r = self.dataset(dataset), self.run(run, dataset)
                 self._pairs[key] = self.pair_cache.get_or_compute(ds.gt, r.pred, progress=progress)
+                _trim_heap()
             return self._pairs[key]
 
     def crops(self, run: str, dataset: str):
@@ -210,3 +213,10 @@ class Benchmark:
         base = self.config.path.parent if self.config.path else Path(".")
         p = base / pattern.format(image_id=image_id)
         return p if p.exists() else None
+
+
+def _trim_heap() -> None:
+    """Loads and pair computation free many temporaries: give that memory back before the next step allocates."""
+    from ov3d_core.io.columnar import trim_heap
+
+    trim_heap()

@@ -13,6 +13,7 @@ from ov3d_core.eval.matching import (
     greedy_one_to_one,
     pairs_by_pred,
 )
+from ov3d_core.eval.memo import ContentMemo, content_key
 from ov3d_core.eval.results import RecallResult
 
 __all__ = ["class_agnostic_recall", "recall_for_view"]
@@ -117,5 +118,11 @@ def recall_for_view(gt, pairs, view, *, gt_ignore=None, gt_mask=None, iou_thresh
     if gt_mask is not None:
         ign = ign | ~np.asarray(gt_mask, bool)
     iou = pairs.iou3d if use == "3d" else pairs.iou2d
-    return class_agnostic_recall(len(gt), ign, pairs.gt, pairs.pred, iou, view.score, view.keep,
-                                 iou_threshold=iou_threshold, method=method)
+    args = (len(gt), ign, pairs.gt, pairs.pred, iou, np.asarray(view.score), np.asarray(view.keep, bool))
+    # Labels do not enter: a label change that keeps the kept set (e.g. a relabelling within the vocabulary) re-uses
+    # the result of the same inputs.
+    return _RECALL.get(content_key(*args, float(iou_threshold), method),
+                       lambda: class_agnostic_recall(*args, iou_threshold=iou_threshold, method=method))
+
+
+_RECALL = ContentMemo(4)

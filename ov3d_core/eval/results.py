@@ -35,7 +35,7 @@ class Matches:
     Attributes:
         iou_thresholds: ``(T,)`` the thresholds of the rows below.
         range_name: the range these records belong to.
-        dt_match: ``(T, n_pred)`` int64 GT row matched at each threshold, or -1.
+        dt_match: ``(T, n_pred)`` int32 GT row matched at each threshold, or -1.
         dt_ignore: ``(T, n_pred)`` bool, detection ignored at that threshold (matched an ignored GT, out of range,
             or far from every GT under proximity evaluation). False for detections not evaluated.
         dt_evaluated: ``(n_pred,)`` bool, label in vocabulary, kept, and within the per-(image, category) max_dets.

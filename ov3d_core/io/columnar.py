@@ -359,6 +359,17 @@ def _large_blocks_to_os() -> None:
 _MALLOC_SET = False
 
 
+def trim_heap() -> None:
+    """Hand the heap's free memory back to the system (glibc ``malloc_trim``) once a load has dropped its
+    temporaries: below the 32 MiB threshold freed blocks otherwise stay in the process (at 200k GT, 137 of the
+    319 MiB a GT load added). A no-op off glibc."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
 class _Scanner:
     """Runs the kernel over one record array, block by block, and gathers its output per field.
 
