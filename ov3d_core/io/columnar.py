@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import mmap
 import os
 import re
 import sys
@@ -780,7 +781,14 @@ def read_json_document(path, sections: dict[str, tuple[Sequence[Field], Label, s
 
 
 def _read_array(p: Path, size: int) -> np.ndarray:
-    """The whole file in a writable uint8 array (the kernel is compiled for writable buffers only)."""
+    """The whole file in a writable uint8 array (the kernel is compiled for writable buffers only): a private
+    (copy-on-write) map of the page cache, which the kernel only reads, so nothing is copied; reading into fresh memory
+    instead cost a zeroed page per 4 KiB (0.8 s for 158 MB). Read into memory when the file cannot be mapped."""
+    try:
+        with open(p, "rb") as f:
+            return np.ndarray(size, np.uint8, buffer=mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY))
+    except (OSError, ValueError):
+        pass
     buf = np.empty(size, np.uint8)
     try:
         with open(p, "rb") as f:
