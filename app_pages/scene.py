@@ -186,7 +186,8 @@ with ui.guard("The scene inspector"):
     if detail_runs:
         A = cache.analysis(ctx.cfg_key)
         preds = T.with_tags(ctx.cfg_key, ctx.dataset, selection.image_details(
-            {r: A.pred_details(ctx.view(r)) for r in detail_runs}, image_id, "pred"), kind="pred", image_id=image_id)
+            {r: A.pred_details(ctx.view(r), image_id=image_id) for r in detail_runs}, image_id, "pred"), kind="pred",
+            image_id=image_id)
         gts = T.with_tags(ctx.cfg_key, ctx.dataset, selection.image_details(
             {r: A.gt_details(ctx.view(r)) for r in detail_runs}, image_id, "gt"), kind="gt", image_id=image_id)
         st.markdown(f"**Boxes on image {image_id}** (at 3D IoU {ctx.iou:g}; click a header to sort, a row to select "

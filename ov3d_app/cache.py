@@ -266,11 +266,12 @@ _building: dict[tuple, threading.Event] = {}
 SHARED_ITEMS = 256
 
 
-def shared(key: tuple, build: Callable[[], T]) -> T:
+def shared(key: tuple, build: Callable[[], T], *, keep: int | None = None) -> T:
     """One value per ``key`` for the whole server: the tables and figures every session of a view shows, built
     once (the first session builds, the others wait for it) and then handed to every session as the same object,
     which must treat it as read-only (``ui.plot`` copies a figure before it changes one). The last
-    ``SHARED_ITEMS`` keys are kept. ``key`` should start with the config key, so an edited config builds anew."""
+    ``SHARED_ITEMS`` keys are kept, and with ``keep`` only the last ``keep`` keys of this kind (same ``key[0]``: for
+    values as large as a run's box table). ``key`` should include the config key, so an edited config builds anew."""
     while True:
         with _shared_lock:
             if key in _shared:
@@ -287,6 +288,10 @@ def shared(key: tuple, build: Callable[[], T]) -> T:
             _shared[key] = value
             while len(_shared) > SHARED_ITEMS:
                 _shared.popitem(last=False)
+            if keep is not None:
+                kind = [k for k in _shared if k[0] == key[0]]
+                for old in kind[:max(0, len(kind) - keep)]:
+                    del _shared[old]
         return value
     finally:
         with _shared_lock:
@@ -320,7 +325,7 @@ def _status_frame(df: pd.DataFrame, n: int, default: str) -> pd.DataFrame:
     """One row per box: ``status``, ``matched`` (the matched GT / prediction row, or for a mislabelled prediction
     the GT it overlaps; -1 if none) and ``iou`` (a prediction's best 3D IoU with any GT)."""
     out = pd.DataFrame(index=np.arange(n))
-    out["status"] = df["status"].astype(object).to_numpy() if "status" in df else default
+    out["status"] = _objects(df["status"].to_numpy(object) if "status" in df else np.full(n, default, object))
     matched = np.full(n, -1, np.int64)
     for src in ("matched_gt", "matched_pred"):
         if src in df:
@@ -334,10 +339,15 @@ def _status_frame(df: pd.DataFrame, n: int, default: str) -> pd.DataFrame:
     return out
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
     """The box table (``ov3d_app.selection.box_table``) of ``view.dataset`` for ``runs``: statuses at ``view.iou``
-    under ``view``'s protocol and threshold (``Analysis.pred_status`` / ``gt_status``)."""
+    under ``view``'s protocol and threshold (``Analysis.pred_status`` / ``gt_status``). One read-only table per
+    server and view (the last 8 views): a run of 2M predictions makes a 2.2M-row table, which ``st.cache_data``
+    pickled on every rerun of every session (1.3 s at that size)."""
+    return shared(("boxes", cfg_key, view, tuple(runs)), lambda: _boxes(cfg_key, view, tuple(runs)), keep=8)
+
+
+def _boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
     from ov3d_app.selection import box_table
 
     a = analysis(cfg_key)
@@ -347,12 +357,18 @@ def boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
         v = view.with_(run=run)
         pred = a.benchmark.run(run, view.dataset).pred
         ps = _status_frame(a.pred_status(v), len(pred), "not evaluated")
-        preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": pred.category, "score": pred.score,
-                                   "status": ps["status"], "matched": ps["matched"], "iou": ps["iou"]})
+        preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": _objects(pred.category),
+                                   "score": pred.score, "status": _objects(ps["status"].to_numpy(object)),
+                                   "matched": ps["matched"], "iou": ps["iou"]})
         gt_status[run] = _status_frame(a.gt_status(v), len(ds.gt), "FN")["status"].to_numpy()
-    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": ds.gt.category,
-                       "status": np.where(ds.gt.ignore, "ignored", "GT")})
+    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": _objects(ds.gt.category),
+                       "status": _objects(np.where(ds.gt.ignore, "ignored", "GT").astype(object))})
     return box_table(gt, preds, gt_status)
+
+
+def _objects(a) -> pd.Series:
+    """An object column as given (pandas 3 would copy every name into an Arrow string column first)."""
+    return pd.Series(np.asarray(a, dtype=object), dtype=object, copy=False)
 
 
 def corners_of(cfg_key: str, dataset: str, kind: str, run: str, rows: np.ndarray) -> np.ndarray:

@@ -790,18 +790,23 @@ class Analysis:
                                                 self.remap_result(view), ds.vocabulary, proximity=ds.proximity, **kw)
 
     # ---- scene and curves (appviews)
-    def pred_details(self, view: View) -> pd.DataFrame:
+    def pred_details(self, view: View, image_id: int | None = None) -> pd.DataFrame:
         """Per prediction: status at ``view.iou``, score ranks, the reference GT (matched, else best 3D overlap) and
         the errors against it: 3D / 2D IoU, centre distance, depth error, aligned size error, yaw error
-        (``diagnostics.box_errors``)."""
-        from ov3d_core.diagnostics.box_errors import pred_details
+        (``diagnostics.box_errors``). ``image_id``: that image's predictions only (the same rows and values; what
+        per-image views ask for, so that a 2M-prediction run is not tabulated whole for one image)."""
+        from ov3d_core.diagnostics.box_errors import pred_details, pred_ranks
 
         def compute():
             ds, r = self.benchmark.dataset(view.dataset), self.benchmark.run(view.run, view.dataset)
-            return pred_details(ds.gt, r.pred, self.benchmark.pairs(view.run, view.dataset), self.label_view(view),
-                                self.pred_status(view))
+            lv = self.label_view(view)
+            rows = None if image_id is None else np.flatnonzero(np.asarray(r.pred.image_id) == int(image_id))
+            ranks = self._memoised("pred_ranks", _score_key(view), lambda: pred_ranks(r.pred, lv))
+            return pred_details(ds.gt, r.pred, self.benchmark.pairs(view.run, view.dataset), lv,
+                                self.pred_status(view), rows=rows, ranks=ranks)
 
-        return self._memoised("pred_details", (_score_key(view), view.iou), compute)
+        key = (_score_key(view), view.iou) if image_id is None else (_score_key(view), view.iou, int(image_id))
+        return self._memoised("pred_details", key, compute)
 
     def gt_details(self, view: View) -> pd.DataFrame:
         """Per GT box: status at ``view.iou``, ignore reason, truncation, visibility, depth, volume, 2D height and

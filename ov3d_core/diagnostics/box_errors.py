@@ -54,21 +54,44 @@ def pose_errors(pred_center, pred_dims, pred_R, gt_center, gt_dims, gt_R) -> dic
             "size_err": 1.0 - aligned_scale_iou(pred_dims, gt_dims), "yaw_err": np.degrees(yaw)}
 
 
-def _ranks(group: np.ndarray, score: np.ndarray, image: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """1-based rank within ``group`` by (score desc, image, row) for rows in ``mask``; -1 elsewhere."""
+def _score_order(score: np.ndarray, image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Rows in ``mask`` by (score desc, image, row): two stable sorts, by image then by descending score (the AP's
+    radix sort: 0.1 s at 2M rows, where a ``lexsort`` took 0.9 s)."""
+    from ov3d_core.eval.matching import argsort_desc_stable
+
     rows = np.flatnonzero(mask)
-    out = np.full(len(score), -1, np.int64)
-    if not len(rows):
+    return argsort_desc_stable(score, rows[np.argsort(image[rows], kind="stable")])
+
+
+def _rank_within(group: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """1-based position of each row of ``order`` among the rows of its ``group`` (a stable bucket keeps the order
+    inside each group); -1 for rows not in ``order``."""
+    out = np.full(n, -1, np.int64)
+    if not len(order):
         return out
-    order = rows[np.lexsort((rows, image[rows], -score[rows], group[rows]))]
-    g = group[order]
+    o = order[np.argsort(group[order], kind="stable")]
+    g = group[o]
     start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     first = np.repeat(start, np.diff(np.r_[start, len(g)]))
-    out[order] = np.arange(len(order)) - first + 1
+    out[o] = np.arange(len(o)) - first + 1
     return out
 
 
-def pred_details(gt, pred, pairs, view, pred_status: pd.DataFrame) -> pd.DataFrame:
+def _ranks(group: np.ndarray, score: np.ndarray, image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """1-based rank within ``group`` by (score desc, image, row) for rows in ``mask``; -1 elsewhere."""
+    return _rank_within(group, _score_order(score, image, mask), len(score))
+
+
+def pred_ranks(pred, view) -> tuple[np.ndarray, np.ndarray]:
+    """``(score_rank, image_rank)`` of every prediction row: 1-based rank by (score desc, image, row) within its
+    category and within its image, over the kept in-vocabulary rows (-1 elsewhere); one sort serves both."""
+    label = np.asarray(view.label, np.int64)
+    image = np.asarray(pred.image_id, np.int64)
+    order = _score_order(np.asarray(view.score, np.float64), image, np.asarray(view.evaluated, bool))
+    return _rank_within(label, order, len(label)), _rank_within(image, order, len(label))
+
+
+def pred_details(gt, pred, pairs, view, pred_status: pd.DataFrame, rows=None, ranks=None) -> pd.DataFrame:
     """One row per prediction (``PRED_DETAIL_COLUMNS``).
 
     Args:
@@ -76,38 +99,44 @@ def pred_details(gt, pred, pairs, view, pred_status: pd.DataFrame) -> pd.DataFra
         pairs: their cached ``Pairs``.
         view: the scored ``LabelView`` (labels name the category; kept and in-vocabulary rows are ranked).
         pred_status: ``RunScore.pred_status(iou)`` (status, matched_gt, best_iou, best_gt per prediction row).
+        rows: only these prediction rows (e.g. one image's), in this order.
+        ranks: :func:`pred_ranks` of the whole run, if already computed (the ranks are always over the whole run).
     """
     from ov3d_core.eval.grouping import pair_index
 
-    n = len(pred)
-    status = pred_status["status"].to_numpy(object)
-    matched = pd.to_numeric(pred_status["matched_gt"], errors="coerce").fillna(-1).to_numpy(np.int64)
-    best = pd.to_numeric(pred_status["best_gt"], errors="coerce").fillna(-1).to_numpy(np.int64)
+    label = np.asarray(view.label, np.int64)
+    score = np.asarray(view.score, np.float64)
+    image = np.asarray(pred.image_id, np.int64)
+    score_rank, image_rank = pred_ranks(pred, view) if ranks is None else ranks
+    sel = slice(None) if rows is None else np.asarray(rows, np.int64)
+    idx = np.arange(len(pred)) if rows is None else sel
+    score_rank, image_rank = score_rank[sel], image_rank[sel]
+    n = len(idx)
+    ps = pred_status if rows is None else pred_status.iloc[sel]
+    status = ps["status"].to_numpy(object)
+    matched = pd.to_numeric(ps["matched_gt"], errors="coerce").fillna(-1).to_numpy(np.int64)
+    best = pd.to_numeric(ps["best_gt"], errors="coerce").fillna(-1).to_numpy(np.int64)
     use_best = (matched < 0) & (best >= 0) & np.isin(status, ["FP", "mislabelled"])
     ref_gt = np.where(matched >= 0, matched, np.where(use_best, best, -1))
     ref = np.where(matched >= 0, "matched", np.where(use_best, "best overlap", None)).astype(object)
     has = ref_gt >= 0
     g = ref_gt[has]
+    p = idx[has]
     err = {k: np.full(n, np.nan) for k in ("iou3d", "iou2d", "center_dist", "depth_err", "size_err", "yaw_err")}
-    for k, v in pose_errors(pred.center[has], pred.dims[has], pred.R[has], gt.center[g], gt.dims[g],
-                            gt.R[g]).items():
+    for k, v in pose_errors(pred.center[p], pred.dims[p], pred.R[p], gt.center[g], gt.dims[g], gt.R[g]).items():
         err[k][has] = v
-    pos = pair_index(pairs.gt, pairs.pred, g, np.flatnonzero(has))
+    pos = pair_index(pairs.gt, pairs.pred, g, p)
     err["iou3d"][has] = np.where(pos >= 0, pairs.iou3d[np.maximum(pos, 0)], 0.0)
     err["iou2d"][has] = np.where(pos >= 0, pairs.iou2d[np.maximum(pos, 0)], 0.0)
     vocab = np.asarray(list(view.vocabulary) + [None], dtype=object)
-    label = np.asarray(view.label, np.int64)
-    category = np.where(label >= 0, vocab[label], np.asarray(pred.category, object))
-    evaluated = np.asarray(view.evaluated, bool)
-    score = np.asarray(view.score, np.float64)
-    image = np.asarray(pred.image_id, np.int64)
+    lab = label[sel]
+    category = np.where(lab >= 0, vocab[lab], np.asarray(pred.category, object)[sel])
     gcat = np.full(n, None, dtype=object)
     gcat[has] = np.asarray(gt.category, object)[g]
-    out = pd.DataFrame({"pred": np.arange(n), "image_id": image, "category": category, "score": score,
-                        "status": status, "score_rank": _nullable(_ranks(label, score, image, evaluated)),
-                        "image_rank": _nullable(_ranks(image, score, image, evaluated)),
-                        "depth": np.asarray(pred.center, np.float64)[:, 2],
-                        "volume": np.prod(np.asarray(pred.dims, np.float64), axis=1), "ref": ref,
+    out = pd.DataFrame({"pred": idx, "image_id": image[sel], "category": category, "score": score[sel],
+                        "status": status, "score_rank": _nullable(score_rank), "image_rank": _nullable(image_rank),
+                        "depth": np.asarray(pred.center, np.float64)[sel, 2],
+                        "volume": np.prod(np.asarray(pred.dims, np.float64)[sel], axis=1), "ref": ref,
                         "ref_gt": _nullable(ref_gt), "gt_category": gcat, **err})
     return out[PRED_DETAIL_COLUMNS]
 

@@ -61,13 +61,17 @@ def pair_index(pg: np.ndarray, pp: np.ndarray, g: np.ndarray, d: np.ndarray) -> 
     if len(pg) == 0 or len(g) == 0:
         return out
     n = int(max(pp.max(), d.max())) + 1
-    key = pg * n + pp
+    # a few boxes (one image's) against a whole run's table: sort only the pairs of those predictions
+    rows = np.flatnonzero(np.isin(pp, d)) if 8 * len(d) < len(pp) else np.arange(len(pp))
+    key = np.asarray(pg[rows], np.int64) * n + np.asarray(pp[rows], np.int64)
+    if len(key) == 0:
+        return out
     order = np.argsort(key, kind="stable")
     ks = key[order]
     want = g * n + d
     pos = np.clip(np.searchsorted(ks, want), 0, len(ks) - 1)
     hit = (ks[pos] == want) & (g >= 0) & (d >= 0)
-    out[hit] = order[pos[hit]]
+    out[hit] = rows[order[pos[hit]]]
     return out
 
 

@@ -77,3 +77,24 @@ def test_gt_details_ignore_reasons_and_attributes():
     np.testing.assert_allclose(d["height2d"], [40.0] * 3)
     assert d["matched_pred"].tolist()[0] == 0 and d["matched_score"][0] == pytest.approx(0.7)
     assert d["iou3d"][0] == pytest.approx(0.6) and np.isnan(d["iou3d"][1])
+
+
+
+def test_one_images_rows_equal_the_whole_runs_rows_of_that_image(tmp_path):
+    """``Analysis.pred_details(view, image_id)`` (what the inspector asks for) gives exactly the rows of the whole-run
+    table for that image: same values, and ranks still over the whole run."""
+    from ov3d_core.analysis import Analysis
+    from tests.app.minibench import build
+
+    a = Analysis.from_yaml(build(tmp_path / "mini"))
+    checked = 0
+    for run in a.benchmark.config.runs.values():
+        for iou in (0.25, 0.5):
+            v = a.view(run.dataset, run.name, iou=iou)
+            whole = a.pred_details(v)
+            for image_id in sorted(set(whole["image_id"])):
+                part = a.pred_details(v, image_id=image_id)
+                want = whole[whole["image_id"] == image_id].reset_index(drop=True)
+                pd.testing.assert_frame_equal(part.reset_index(drop=True), want, check_exact=True)
+                checked += len(part)
+    assert checked > 20
