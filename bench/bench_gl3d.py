@@ -38,7 +38,7 @@ _DRAW = """async (spec) => {
 }"""
 
 
-def figure(n_points: int, seed: int = 0):
+def figure(n_points: int, seed: int = 0, show_labels: bool = True):
     import plotly.io as pio
 
     from ov3d_core.geometry.boxes import corners_from_pose, rotation_y
@@ -55,7 +55,7 @@ def figure(n_points: int, seed: int = 0):
                                labels=[f"box {i}" for i in range(10)]))
     fig = scene_figure(pts if n_points else None, layers, K=np.array([[500.0, 0, 320], [0, 500, 240], [0, 0, 1]]),
                        width=640, height=480, colors=rng.uniform(0, 1, (len(pts), 3)) if n_points else None,
-                       budget=max(n_points, 1))
+                       budget=max(n_points, 1), show_labels=show_labels)
     return json.loads(pio.to_json(fig))
 
 
@@ -63,6 +63,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", default="0,0,5000,20000,60000,20000",
                     help="point counts, in order (the first draw also compiles the shaders)")
+    ap.add_argument("--no-labels", action="store_true", help="boxes without their label markers (one trace a layer)")
     args = ap.parse_args(argv)
     import plotly
     from playwright.sync_api import sync_playwright
@@ -79,7 +80,7 @@ def main(argv=None) -> None:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.goto(page_file.as_uri())
             for n in (int(x) for x in args.points.split(",")):
-                new, react = page.evaluate(_DRAW, figure(n))
+                new, react = page.evaluate(_DRAW, figure(n, show_labels=not args.no_labels))
                 print(f"| {n:,} | {new:.0f} | {react:.0f} |", flush=True)
             browser.close()
 
