@@ -526,21 +526,67 @@ def _file_chunks(path: Path):
 
 def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields,
                  bar: progress.Counter | None = None) -> tuple[int, dict]:
-    """Scan the array whose '[' is at ``buf[start]`` and which ends at ``end``; returns (code, result). ``bar``
-    counts the bytes scanned."""
-    sc = _Scanner(file, fields, span=end - start)
-    pos, expect = start + 1, K.EXPECT_FIRST
+    """Scan the array whose '[' is at ``buf[start]``, in a buffer that ends at ``end``; returns (code, result).
+
+    Large arrays (a GT file's annotations) are cut into regions at guessed item boundaries and scanned by threads,
+    as ``_scan_list_file`` does with a file: a region counts only if the one before it ended exactly there between
+    items, else the scan goes on from where that one stopped. ``bar`` counts the bytes scanned."""
+    global speculation_misses
+    starts = [start + 1] + _split_points_in(buf, start + 1, end, _threads(end - start))
+    stops = starts[1:] + [end]
+    scanners = [_Scanner(file, fields, span=(end if k == 0 else stop) - at)
+                for k, (at, stop) in enumerate(zip(starts, stops))]
+    expects = [K.EXPECT_FIRST] + [K.EXPECT_ITEM] * (len(starts) - 1)
+    jobs = [(scanners[k], starts[k], stops[k], expects[k], k == len(starts) - 1) for k in range(len(starts))]
+    if len(jobs) > 1:
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            outcomes = list(pool.map(lambda job: _scan_memory_region(buf, *job, bar=bar), jobs))
+    else:
+        outcomes = [_scan_memory_region(buf, *jobs[0], bar=bar)]
+    used = []
+    for k, (code, pos, expect) in enumerate(outcomes):
+        used.append(scanners[k])
+        if k == len(outcomes) - 1:
+            break
+        if code == K.NEED and pos == stops[k] and expect == K.EXPECT_ITEM:
+            continue  # the next region's start is a true item boundary
+        speculation_misses += 1
+        if code == K.NEED:  # the guess fell inside an item: go on to the end, the later regions are void
+            code, pos, expect = _scan_memory_region(buf, scanners[k], pos, end, expect, True)
+        break
+    if code != K.DONE:
+        return code, {"offset": int(used[-1].state[1])}
+    flags = 0
+    for sc in used:
+        flags |= sc.flags
+    return code, {**collect(used), "end": pos, "flags": flags}
+
+
+def _scan_memory_region(buf: np.ndarray, sc: _Scanner, pos: int, stop: int, expect: int, last: bool,
+                        bar: progress.Counter | None = None):
+    """Scan ``buf[pos:stop)`` (items of an array in state ``expect``); ``last``: the region runs to the array's end.
+    Returns ``(code, pos, expect)``: DONE with pos after ']', NEED with pos where a region that is not the last
+    stopped, or an error (offset in ``sc.state[1]``)."""
     while True:
-        code, p, expect, n = sc.call(buf, end, True, pos, expect)
+        code, p, expect, n = sc.call(buf, stop, last, pos, expect)
         sc.keep(n, 0)
         if bar is not None and p > pos:
             bar.add(p - pos)
         if code == K.FULL:
             pos = p
             continue
-        if code != K.DONE:
-            return code, {"offset": int(sc.state[1])}
-        return code, {**sc.result(), "end": p, "flags": sc.flags}
+        return code, p, expect
+
+
+def _split_points_in(buf: np.ndarray, start: int, end: int, n: int) -> list[int]:
+    """``_split_points`` for a buffer in memory."""
+    out: list[int] = []
+    for k in range(1, n):
+        at = max(start, start + k * (end - start) // n, out[-1] + 1 if out else 0)
+        m = _BOUNDARY.search(buf[at:min(end, at + (1 << 20))].tobytes())
+        if m is not None:
+            out.append(at + m.end() - 1)
+    return out
 
 
 def read_json_list(path, fields: Sequence[Field], label: Label, what: str, not_list: str) -> Columns:

@@ -228,6 +228,41 @@ def test_parallel_regions(messy, reference, regions, monkeypatch):
         assert columnar.speculation_misses > misses
 
 
+@pytest.mark.parametrize("regions", [2, 7, 60])
+def test_parallel_regions_of_a_gt_document(messy, reference, regions, monkeypatch):
+    """The GT document's annotations array, in memory, cut into regions scanned by threads from guessed item
+    boundaries: still the legacy loader's."""
+    monkeypatch.setenv("OV3D_JSON_READER", "scan")
+    monkeypatch.setattr(columnar, "_MAX_THREADS", regions)
+    monkeypatch.setattr(columnar, "_MIN_REGION_BYTES", 1 << 14)
+    calls = []
+    real = columnar._scan_memory_region
+    monkeypatch.setattr(columnar, "_scan_memory_region", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ds, ds_warn = _load(load_omni3d_gt, messy["gt"])
+    assert ds_warn == reference["ds_warn"]
+    assert_datasets_equal(ds, reference["ds"])
+    assert len(calls) >= regions  # the annotations really were scanned in that many regions
+
+
+def test_gt_regions_guessed_inside_records_are_redone(tmp_path, monkeypatch):
+    """Annotations holding lists of objects (``"parts": [{...}, {...}]``): boundary guesses land inside records,
+    those regions are redone, and the dataset equals the one-region scan's."""
+    from tests.io.factories import make_annotation, make_gt_json, make_image
+
+    images = [make_image(i) for i in range(1, 41)]
+    anns = [make_annotation(k + 1, 1 + k % 40, parts=[{"a": k}, {"b": [k, {"c": "}, {"}]}]) for k in range(600)]
+    gt = make_gt_json(tmp_path, images, anns)
+    monkeypatch.setenv("OV3D_JSON_READER", "scan")
+    one, _ = _load(load_omni3d_gt, gt)
+    monkeypatch.setattr(columnar, "_MAX_THREADS", 60)
+    monkeypatch.setattr(columnar, "_MIN_REGION_BYTES", 1 << 10)
+    misses = columnar.speculation_misses
+    many, _ = _load(load_omni3d_gt, gt)
+    assert columnar.speculation_misses > misses
+    assert_datasets_equal(many, one)
+    assert len(many.gt) == 600
+
+
 def reference_oov(reference) -> dict:
     pred = reference["run"].pred
     return {"sofá chair": int((pred.category == "sofá chair").sum())}
