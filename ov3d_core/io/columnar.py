@@ -528,32 +528,14 @@ def _scan_memory(file: str, buf: np.ndarray, start: int, end: int, fields,
                  bar: progress.Counter | None = None) -> tuple[int, dict]:
     """Scan the array whose '[' is at ``buf[start]``, in a buffer that ends at ``end``; returns (code, result).
 
-    Large arrays (a GT file's annotations) are cut into regions at guessed item boundaries and scanned by threads,
-    as ``_scan_list_file`` does with a file: a region counts only if the one before it ended exactly there between
-    items, else the scan goes on from where that one stopped. ``bar`` counts the bytes scanned."""
-    global speculation_misses
-    starts = [start + 1] + _split_points_in(buf, start + 1, end, _threads(end - start))
-    stops = starts[1:] + [end]
-    scanners = [_Scanner(file, fields, span=(end if k == 0 else stop) - at)
-                for k, (at, stop) in enumerate(zip(starts, stops))]
-    expects = [K.EXPECT_FIRST] + [K.EXPECT_ITEM] * (len(starts) - 1)
-    jobs = [(scanners[k], starts[k], stops[k], expects[k], k == len(starts) - 1) for k in range(len(starts))]
-    if len(jobs) > 1:
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            outcomes = list(pool.map(lambda job: _scan_memory_region(buf, *job, bar=bar), jobs))
-    else:
-        outcomes = [_scan_memory_region(buf, *jobs[0], bar=bar)]
-    used = []
-    for k, (code, pos, expect) in enumerate(outcomes):
-        used.append(scanners[k])
-        if k == len(outcomes) - 1:
-            break
-        if code == K.NEED and pos == stops[k] and expect == K.EXPECT_ITEM:
-            continue  # the next region's start is a true item boundary
-        speculation_misses += 1
-        if code == K.NEED:  # the guess fell inside an item: go on to the end, the later regions are void
-            code, pos, expect = _scan_memory_region(buf, scanners[k], pos, end, expect, True)
-        break
+    Large arrays (a GT file's annotations) are scanned in regions on threads (``_scan_regions``), as files of records
+    are. ``bar`` counts the bytes scanned."""
+    starts = [start + 1] + _split_points(lambda at, n: buf[at:min(end, at + n)].tobytes(), start + 1, end,
+                                         _threads(end - start))
+    code, pos, used = _scan_regions(file, fields, starts, end,
+                                    lambda sc, at, stop, expect, bar_: _scan_memory_region(buf, sc, at, stop, expect,
+                                                                                           stop == end, bar=bar_),
+                                    bar)
     if code != K.DONE:
         return code, {"offset": int(used[-1].state[1])}
     flags = 0
@@ -576,17 +558,6 @@ def _scan_memory_region(buf: np.ndarray, sc: _Scanner, pos: int, stop: int, expe
             pos = p
             continue
         return code, p, expect
-
-
-def _split_points_in(buf: np.ndarray, start: int, end: int, n: int) -> list[int]:
-    """``_split_points`` for a buffer in memory."""
-    out: list[int] = []
-    for k in range(1, n):
-        at = max(start, start + k * (end - start) // n, out[-1] + 1 if out else 0)
-        m = _BOUNDARY.search(buf[at:min(end, at + (1 << 20))].tobytes())
-        if m is not None:
-            out.append(at + m.end() - 1)
-    return out
 
 
 def read_json_list(path, fields: Sequence[Field], label: Label, what: str, not_list: str) -> Columns:
@@ -616,30 +587,17 @@ def _scan_list_file(p: Path, fields, label, what, size: int) -> Columns | None:
     lead = len(head) - len(head.lstrip(b" \t\r\n"))
     if lead >= len(head) or head[lead:lead + 1] != b"[":
         return None
-    starts = [lead + 1] + _split_points(p, lead + 1, size, _threads(size))
-    stops = starts[1:] + [size]
-    scanners = [_Scanner(file, fields, span=(size if k == 0 else stop) - start)
-                for k, (start, stop) in enumerate(zip(starts, stops))]
-    expects = [K.EXPECT_FIRST] + [K.EXPECT_ITEM] * (len(starts) - 1)
-    jobs = list(zip(scanners, starts, stops, expects))
     bar = progress.Counter(progress.reporter(), f"parse {p.name}", size)
-    if len(jobs) > 1:
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            outcomes = list(pool.map(lambda job: _scan_region(p, size, *job, bar=bar), jobs))
-    else:
-        outcomes = [_scan_region(p, size, *jobs[0], bar=bar)]
-    used = []
-    for k, (code, pos, expect) in enumerate(outcomes):
-        used.append(scanners[k])
-        if k == len(outcomes) - 1:
-            break
-        if code == K.NEED and pos == stops[k] and expect == K.EXPECT_ITEM:
-            continue  # the next region's start is a true item boundary: its speculative scan stands
-        global speculation_misses
-        speculation_misses += 1
-        if code == K.NEED:  # the split fell inside an item: go on from here, the later regions are void
-            code, pos, expect = _scan_region(p, size, scanners[k], pos, size, expect)
-        break
+    with open(p, "rb") as f:
+        def read(at, n):
+            f.seek(at)
+            return f.read(n)
+
+        starts = [lead + 1] + _split_points(read, lead + 1, size, _threads(size))
+    code, pos, used = _scan_regions(file, fields, starts, size,
+                                    lambda sc, at, stop, expect, bar_: _scan_region(p, size, sc, at, stop, expect,
+                                                                                    bar=bar_),
+                                    bar)
     bar.finish()
     if code != K.DONE:
         if code == K.NEED:
@@ -666,18 +624,46 @@ def _threads(size: int) -> int:
     return max(1, min(cap, size // _MIN_REGION_BYTES))
 
 
-def _split_points(p: Path, start: int, size: int, n: int) -> list[int]:
-    """Candidate item starts (a '{' after ``}`` ``,``) near ``k * size / n``; each is confirmed (or refuted) by the
-    scan of the region before it."""
+def _split_points(read: Callable[[int, int], bytes], start: int, end: int, n: int) -> list[int]:
+    """Candidate item starts (a '{' after ``}`` ``,``) near ``start + k * (end - start) / n``, found in the bytes
+    ``read(at, nbytes)`` gives; each is confirmed (or refuted) by the scan of the region before it."""
     out: list[int] = []
-    with open(p, "rb") as f:
-        for k in range(1, n):
-            at = max(start, k * size // n, out[-1] + 1 if out else 0)
-            f.seek(at)
-            m = _BOUNDARY.search(f.read(1 << 20))
-            if m is not None:
-                out.append(at + m.end() - 1)
+    for k in range(1, n):
+        at = max(start, start + k * (end - start) // n, out[-1] + 1 if out else 0)
+        m = _BOUNDARY.search(read(at, 1 << 20))
+        if m is not None:
+            out.append(at + m.end() - 1)
     return out
+
+
+def _scan_regions(file: str, fields, starts: list[int], end: int, scan: Callable, bar=None):
+    """Scan the regions ``[starts[k], starts[k + 1])`` of an array's items (the last up to ``end``) on threads, one
+    ``_Scanner`` each; ``scan(sc, start, stop, expect, bar)`` returns ``(code, pos, expect)``. A region counts only if
+    the one before it ended exactly at its start between items; else that one goes on to ``end`` and the later
+    regions are void. Returns ``(code, pos, scanners used)``."""
+    global speculation_misses
+    stops = starts[1:] + [end]
+    scanners = [_Scanner(file, fields, span=(end if k == 0 else stop) - at)
+                for k, (at, stop) in enumerate(zip(starts, stops))]
+    jobs = [(sc, at, stop, K.EXPECT_FIRST if k == 0 else K.EXPECT_ITEM)
+            for k, (sc, at, stop) in enumerate(zip(scanners, starts, stops))]
+    if len(jobs) > 1:
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            outcomes = list(pool.map(lambda job: scan(*job, bar), jobs))
+    else:
+        outcomes = [scan(*jobs[0], bar)]
+    used = []
+    for k, (code, pos, expect) in enumerate(outcomes):
+        used.append(scanners[k])
+        if k == len(outcomes) - 1:
+            break
+        if code == K.NEED and pos == stops[k] and expect == K.EXPECT_ITEM:
+            continue  # the next region's start is a true item boundary: its speculative scan stands
+        speculation_misses += 1
+        if code == K.NEED:  # the split fell inside an item: go on from here (its bytes were counted once already)
+            code, pos, expect = scan(scanners[k], pos, end, expect, None)
+        break
+    return code, pos, used
 
 
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
