@@ -324,8 +324,10 @@ def leaderboard_pairs(cfg_key: str, datasets: tuple[str, ...] | None = None) -> 
 def _status_frame(df: pd.DataFrame, n: int, default: str) -> pd.DataFrame:
     """One row per box: ``status``, ``matched`` (the matched GT / prediction row, or for a mislabelled prediction
     the GT it overlaps; -1 if none) and ``iou`` (a prediction's best 3D IoU with any GT)."""
+    from ov3d_app.selection import object_column
+
     out = pd.DataFrame(index=np.arange(n))
-    out["status"] = _objects(df["status"].to_numpy(object) if "status" in df else np.full(n, default, object))
+    out["status"] = object_column(df["status"].to_numpy(object) if "status" in df else np.full(n, default, object))
     matched = np.full(n, -1, np.int64)
     for src in ("matched_gt", "matched_pred"):
         if src in df:
@@ -348,7 +350,7 @@ def boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
 
 
 def _boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
-    from ov3d_app.selection import box_table
+    from ov3d_app.selection import box_table, object_column
 
     a = analysis(cfg_key)
     ds = a.benchmark.dataset(view.dataset)
@@ -357,18 +359,13 @@ def _boxes(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:
         v = view.with_(run=run)
         pred = a.benchmark.run(run, view.dataset).pred
         ps = _status_frame(a.pred_status(v), len(pred), "not evaluated")
-        preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": _objects(pred.category),
-                                   "score": pred.score, "status": _objects(ps["status"].to_numpy(object)),
+        preds[run] = pd.DataFrame({"image_id": pred.image_id, "category": object_column(pred.category),
+                                   "score": pred.score, "status": object_column(ps["status"].to_numpy(object)),
                                    "matched": ps["matched"], "iou": ps["iou"]})
         gt_status[run] = _status_frame(a.gt_status(v), len(ds.gt), "FN")["status"].to_numpy()
-    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": _objects(ds.gt.category),
-                       "status": _objects(np.where(ds.gt.ignore, "ignored", "GT").astype(object))})
+    gt = pd.DataFrame({"image_id": ds.gt.image_id, "category": object_column(ds.gt.category),
+                       "status": object_column(np.where(ds.gt.ignore, "ignored", "GT").astype(object))})
     return box_table(gt, preds, gt_status)
-
-
-def _objects(a) -> pd.Series:
-    """An object column as given (pandas 3 would copy every name into an Arrow string column first)."""
-    return pd.Series(np.asarray(a, dtype=object), dtype=object, copy=False)
 
 
 def corners_of(cfg_key: str, dataset: str, kind: str, run: str, rows: np.ndarray) -> np.ndarray:

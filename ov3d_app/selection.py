@@ -197,11 +197,11 @@ def box_table(gt_frame: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
     per_run = dict(gt_status) if gt_status else {"": gt["status"].to_numpy()}
     for name, status in per_run.items():
         parts.append(pd.DataFrame({
-            "image_id": gt["image_id"].to_numpy(np.int64), "kind": _objects("gt", len(gt)),
-            "run": _objects(name, len(gt)),
+            "image_id": gt["image_id"].to_numpy(np.int64), "kind": object_column("gt", len(gt)),
+            "run": object_column(name, len(gt)),
             "row": gt["row"].to_numpy(np.int64) if "row" in gt else np.arange(len(gt)),
-            "category": _objects(gt["category"]), "score": 1.0,
-            "status": _objects(status), "matched": -1, "iou": np.nan, "gt_category": _objects(None, len(gt))}))
+            "category": object_column(gt["category"]), "score": 1.0,
+            "status": object_column(status), "matched": -1, "iou": np.nan, "gt_category": object_column(None, len(gt))}))
     gt_cat = gt["category"].to_numpy(object)
     for name, df in runs.items():
         df = df.reset_index(drop=True)
@@ -210,18 +210,19 @@ def box_table(gt_frame: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
         gcat = np.full(len(df), None, dtype=object)
         gcat[ok] = gt_cat[matched[ok]]
         parts.append(pd.DataFrame({
-            "image_id": df["image_id"].to_numpy(np.int64), "kind": _objects("pred", len(df)),
-            "run": _objects(name, len(df)),
+            "image_id": df["image_id"].to_numpy(np.int64), "kind": object_column("pred", len(df)),
+            "run": object_column(name, len(df)),
             "row": df["row"].to_numpy(np.int64) if "row" in df else np.arange(len(df)),
-            "category": _objects(df["category"]), "score": df["score"].to_numpy(np.float64),
-            "status": _objects(df["status"]), "matched": matched,
-            "iou": df["iou"].to_numpy(np.float64) if "iou" in df else np.nan, "gt_category": _objects(gcat)}))
+            "category": object_column(df["category"]), "score": df["score"].to_numpy(np.float64),
+            "status": object_column(df["status"]), "matched": matched,
+            "iou": df["iou"].to_numpy(np.float64) if "iou" in df else np.nan, "gt_category": object_column(gcat)}))
     return pd.concat(parts, ignore_index=True)[BOX_COLUMNS]
 
 
-def _objects(values, n: int | None = None) -> pd.Series:
-    """An object column (``n`` copies of ``values`` when ``n`` is given): pandas 3 would infer its Arrow string
-    dtype and copy every string (2.7 of the 3.8 s of a 2.2M-box table), and the pages only compare and filter."""
+def object_column(values, n: int | None = None) -> pd.Series:
+    """An object column of ``values`` (a Series or array; ``n`` copies of one value when ``n`` is given) for the
+    box tables: pandas 3 would infer its Arrow string dtype and copy every string (2.7 of the 3.8 s of a 2.2M-box
+    table), and the pages only compare and filter."""
     if n is not None:
         arr = np.empty(n, dtype=object)
         arr[:] = values
