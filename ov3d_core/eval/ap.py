@@ -26,14 +26,15 @@ from typing import Sequence
 import numpy as np
 
 from ov3d_core.eval.matching import (
-    STATE_FP,
     STATE_IGNORED,
     accumulate_precision,
     argsort_desc_stable,
+    bucket_rows,
+    candidate_csr,
     coco_greedy_match,
-    pairs_by_pred,
     stable_bucket,
     truncate_per_group,
+    unmatched_outcome,
 )
 from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.eval.memo import ContentMemo, content_key
@@ -267,6 +268,27 @@ class _Checked:
     rank: np.ndarray | None
 
 
+@dataclass(frozen=True, eq=False)
+class _ImageIndex:
+    gi: np.ndarray
+    pi: np.ndarray
+    n_img: int
+
+
+_IMAGE_INDEX = ContentMemo(4)
+
+
+def _image_index(gt_image, pred_image, p_gt, p_pred) -> _ImageIndex:
+    """Dense image indices of GT and predictions, once the pairs are checked to join rows of one image."""
+    n_gt, n_pred, n_pairs = len(gt_image), len(pred_image), len(p_gt)
+    if n_pairs and (p_gt.min() < 0 or p_gt.max() >= n_gt or p_pred.min() < 0 or p_pred.max() >= n_pred):
+        raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
+    gi, pi, n_img = dense_image_keys(gt_image, pred_image)
+    if n_pairs and np.any(gi[p_gt] != pi[p_pred]):
+        raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
+    return _ImageIndex(gi, pi, n_img)
+
+
 def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value,
            pair_gt, pair_pred, pair_iou, K, params, pair_iou2d, pred_order, pred_proximity) -> _Checked:
     gt_image, pred_image = np.asarray(gt_image), np.asarray(pred_image)
@@ -282,11 +304,10 @@ def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label
             raise ValueError(f"evaluate_ap: expected `{name}` codes in [-1, {K}), got [{lab.min()}, {lab.max()}]")
     if n_pred and not np.isfinite(score).all():
         raise ValueError("evaluate_ap: expected finite `pred_score`, got NaN or inf")
-    if n_pairs and (p_gt.min() < 0 or p_gt.max() >= n_gt or p_pred.min() < 0 or p_pred.max() >= n_pred):
-        raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
-    gi, pi, n_img = dense_image_keys(gt_image, pred_image)
-    if n_pairs and np.any(gi[p_gt] != pi[p_pred]):
-        raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
+    # The image index and the pair checks do not depend on labels or scores: a re-score re-uses them.
+    idx = _IMAGE_INDEX.get(content_key(gt_image, pred_image, p_gt, p_pred),
+                           lambda: _image_index(gt_image, pred_image, p_gt, p_pred))
+    gi, pi, n_img = idx.gi, idx.pi, idx.n_img
     det_prox = (np.full(n_pred, params.proximity) if pred_proximity is None
                 else _as("pred_proximity", pred_proximity, bool, n_pred))
     if det_prox.any():
@@ -303,27 +324,29 @@ def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label
 
 def _order(c: _Checked, K: int, max_dets: int):
     """Evaluated detections sorted by (-score, image, tie-break) (stable), cut to ``max_dets`` per (image, category),
-    then bucketed by category: ``keep (n_pred,)``, ``acc_order`` (category, -score, image, tie-break), ``cat_ptr``."""
+    then bucketed by category: ``acc_order`` (category, -score, image, tie-break), its category segments
+    ``cat_ptr`` and the range values in that order."""
     n_img = max(c.n_img, 1)
     evaluated = c.pred_label >= 0
     # A stable sort of a subset is the subset of the stable sort of all rows, so the (-score, image, tie-break) order
     # of every row is computed once per (scores, images, tie-break) and filtered to the evaluated rows: a label change
     # re-uses it.
-    all_by_score = _SCORE_ORDER.get(content_key(c.pred_score, c.pi, c.rank, n_img),
-                                    lambda: _score_order(c.pred_score, c.pi, c.rank, n_img))
-    by_score = all_by_score[evaluated[all_by_score]]
-    ev = by_score
-    if _groups_within(c.pi[ev], c.pred_label[ev], max(K, 1), max_dets):
-        keep = np.zeros(len(c.pred_label), bool)  # no (image, category) holds more than max_dets: nothing is cut
-        keep[ev] = True
+    order_key = content_key(c.pred_score, c.pi, c.rank, n_img)
+    all_by_score = _SCORE_ORDER.get(order_key, lambda: _score_order(c.pred_score, c.pi, c.rank, n_img))
+    value_by_score = _VALUE_BY_SCORE.get(content_key(order_key, c.pred_value), lambda: c.pred_value[all_by_score])
+    if _groups_within(c.pi[evaluated], c.pred_label[evaluated], max(K, 1), max_dets):
+        keys = c.pred_label  # no (image, category) holds more than max_dets: nothing is cut (-1: not evaluated)
     else:
+        by_score = all_by_score[evaluated[all_by_score]]
         by_image, img_ptr = stable_bucket(by_score, c.pi, n_img)  # (image, -score, tie-break)
         keep = truncate_per_group(by_image, img_ptr, c.pred_label, max(K, 1), max_dets)
-    acc_order, cat_ptr = stable_bucket(by_score[keep[by_score]], c.pred_label, max(K, 1))
-    return keep, acc_order, cat_ptr
+        keys = np.where(keep, c.pred_label, -1)
+    return bucket_rows(all_by_score, keys, max(K, 1), carry=value_by_score)
 
 
 _SCORE_ORDER = ContentMemo(4)
+#: The range values in that order (they do not change with the labels either).
+_VALUE_BY_SCORE = ContentMemo(4)
 
 
 def _score_order(score: np.ndarray, pi: np.ndarray, rank: np.ndarray | None, n_img: int) -> np.ndarray:
@@ -346,37 +369,39 @@ def _groups_within(image: np.ndarray, label: np.ndarray, K: int, max_dets: int) 
     return int(np.bincount(image * K + label, minlength=n_groups).max()) <= max_dets
 
 
-def _candidates(c: _Checked, keep, acc_order, params: APParams):
+def _candidates(c: _Checked, acc_order, params: APParams):
     """Pairs that can match: same category, kept detection, IoU >= the lowest threshold (or, under proximity, 2D IoU
     above the proximity threshold). CSR keyed by accumulation position with GT rows ascending, gathered so that the
-    matching kernel reads memory sequentially. Also returns the per-pair selection and proximity flags."""
-    lab_g = c.gt_label[c.pair_gt]
-    sel = (lab_g >= 0) & (lab_g == c.pred_label[c.pair_pred]) & keep[c.pair_pred]
+    matching kernel reads memory sequentially (:func:`~ov3d_core.eval.matching.candidate_csr`). Also returns, under
+    proximity, which detections have a candidate within the proximity threshold (else None)."""
     t_min = min(float(params.iou_thresholds.min()), 1.0 - 1e-10)
-    if c.pair_iou2d is not None:
-        in_prox = c.pair_iou2d > params.proximity_thresh
-        sel &= (c.pair_iou >= t_min) | (in_prox & c.det_prox[c.pair_pred])
-    else:
-        in_prox = np.zeros(len(c.pair_gt), bool)
-        sel &= c.pair_iou >= t_min
     acc_pos = np.full(len(c.pred_label), -1, np.int64)
     acc_pos[acc_order] = np.arange(len(acc_order))
-    perm, indptr = pairs_by_pred(c.pair_gt, acc_pos[c.pair_pred], sel, max(len(c.gt_label), 1), len(acc_order))
-    return indptr, c.pair_gt[perm], c.pair_iou[perm], in_prox[perm], sel, in_prox
+    pg, pp, iou, iou2d = c.pair_gt, c.pair_pred, c.pair_iou, c.pair_iou2d
+    if len(pg) > 1 and not (pg[1:] >= pg[:-1]).all():  # pairs given in another order: by GT row first (stable)
+        perm, _ = stable_bucket(np.arange(len(pg)), pg, max(len(c.gt_label), 1))
+        pg, pp, iou = pg[perm], pp[perm], iou[perm]
+        iou2d = None if iou2d is None else iou2d[perm]
+    indptr, cand_gt, cand_iou, cand_prox, pos_of = candidate_csr(
+        pg, pp, iou, iou2d, c.gt_label, c.pred_label, acc_pos, len(acc_order), c.det_prox, t_min,
+        params.proximity_thresh)
+    near = None
+    if iou2d is not None:
+        near = np.zeros(len(c.pred_label), bool)
+        near[pp[(pos_of >= 0) & (iou2d > params.proximity_thresh)]] = True
+    return indptr, cand_gt, cand_iou, cand_prox, near
 
 
-def _unmatched_outcome(c: _Checked, acc_order, sel, in_prox, lo, hi, K: int) -> np.ndarray:
-    """``(n_acc, A)`` uint8 outcome of each detection when unmatched in range a: ignored if its range value is out of
-    [lo, hi] or, under proximity, if its (image, category) has GT and none within 2D IoU > thresh; else FP."""
-    v = c.pred_value[acc_order][:, None]
-    ign = (v < lo[None, :]) | (v > hi[None, :])
-    if c.pair_iou2d is not None:
+def _unmatched_outcome(c: _Checked, acc_order, acc_value, near, lo, hi, K: int) -> np.ndarray:
+    """``(n_acc, A)`` uint8 outcome of each detection when unmatched in range a: ignored if its range value
+    (``acc_value``, in accumulation order) is out of [lo, hi] or, under proximity, if its (image, category) has GT and
+    none within 2D IoU > thresh (``near``); else FP."""
+    out = unmatched_outcome(acc_value, lo, hi)
+    if near is not None:
         gmask = c.gt_label >= 0
         has_gt = np.isin(c.pi[acc_order] * K + c.pred_label[acc_order], c.gi[gmask] * K + c.gt_label[gmask])
-        near = np.zeros(len(c.pred_label), bool)
-        near[c.pair_pred[sel & in_prox]] = True
-        ign |= (c.det_prox[acc_order] & has_gt & ~near[acc_order])[:, None]
-    return np.where(ign, np.uint8(STATE_IGNORED), np.uint8(STATE_FP))
+        out[c.det_prox[acc_order] & has_gt & ~near[acc_order]] = STATE_IGNORED
+    return out
 
 
 def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score,
@@ -421,7 +446,7 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
                            fm.unmatched, fm.n_pred, len(fm.gt_label), fm.gt_ignore_r[a].copy(), fm.gt_label >= 0)
     K = fm.n_categories
     return APResult(precision=precision, recall=recall, n_gt=npig,
-                    n_pred=np.bincount(fm.pred_label[fm.acc_order], minlength=K)[:K].astype(np.int64),
+                    n_pred=np.diff(fm.cat_ptr)[:K].astype(np.int64),  # acc_order is bucketed by category
                     params=params, matches=matches, vocabulary=None if vocabulary is None else tuple(vocabulary))
 
 
@@ -499,18 +524,18 @@ def _image_keys(gt_image: np.ndarray, pred_image: np.ndarray, gi: np.ndarray, pi
 def _fixed_matching(params: APParams, K: int, c: _Checked, record: bool, gt_image=None,
                     pred_image=None) -> FixedMatching:
     # 1. order
-    keep, acc_order, cat_ptr = _order(c, K, params.max_dets)
+    acc_order, cat_ptr, acc_value = _order(c, K, params.max_dets)
     # 2. match (ranges inclusive: out if value < lo or value > hi)
-    indptr, cand_gt, cand_iou, cand_prox, sel, in_prox = _candidates(c, keep, acc_order, params)
+    indptr, cand_gt, cand_iou, cand_prox, near = _candidates(c, acc_order, params)
     lo = np.array([r[0] for r in params.ranges.values()])
     hi = np.array([r[1] for r in params.ranges.values()])
     gt_ign_r = c.gt_ignore[None, :] | (c.gt_value[None, :] < lo[:, None]) | (c.gt_value[None, :] > hi[:, None])
-    unmatched = _unmatched_outcome(c, acc_order, sel, in_prox, lo, hi, K)
+    unmatched = _unmatched_outcome(c, acc_order, acc_value, near, lo, hi, K)
     names = params.range_names
     rec_a = names.index("all") if "all" in names else 0
     rows = np.flatnonzero(np.diff(indptr) > 0)
     state, match = coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_prox, c.det_prox[acc_order], gt_ign_r,
-                                     params.iou_thresholds, unmatched, rec_a if record else -1)
+                                     params.iou_thresholds, unmatched, rec_a if record else -1, cat_ptr[:K + 1])
     row_of = np.full(len(acc_order), -1, np.int64)
     row_of[rows] = np.arange(len(rows))
     keys = (_image_keys(gt_image, pred_image, c.gi, c.pi, c.n_img) if gt_image is not None

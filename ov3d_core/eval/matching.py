@@ -3,7 +3,7 @@
 Everything here works on the sparse GT x prediction pairs: a pair not listed has IoU 0. No Python loop runs per
 image or per pair; the kernels walk flat arrays in a precomputed order.
 
-- :func:`stable_bucket` / :func:`pairs_by_pred`: O(n) stable counting sorts (CSR layouts).
+- :func:`stable_bucket` / :func:`bucket_rows` / :func:`pairs_by_pred`: O(n) stable counting sorts (CSR layouts).
 - :func:`argsort_desc_stable`: O(n) stable descending sort of float scores (LSD radix), Omni3D's mergesort order.
 - :func:`truncate_per_group`: COCO's per-(image, category) ``maxDets`` truncation after the score sort.
 - :func:`coco_greedy_match`: Omni3D / COCO ``evaluateImg`` greedy matching for all IoU thresholds and ranges.
@@ -18,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["stable_bucket", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
+from ov3d_core.eval.threads import even_spans, run_spans, weighted_spans
+
+__all__ = ["stable_bucket", "bucket_rows", "unmatched_outcome", "candidate_csr", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
            "truncate_per_group", "coco_greedy_match", "accumulate_precision", "greedy_one_to_one",
            "accumulate_weighted", "accumulate_resamples", "STATE_FP", "STATE_TP", "STATE_IGNORED"]
 
@@ -44,6 +46,144 @@ def stable_bucket(order, keys, n_keys):
         out[pos[k]] = order[i]
         pos[k] += 1
     return out, indptr
+
+
+def bucket_rows(order: np.ndarray, keys: np.ndarray, n_keys: int, carry: np.ndarray | None = None):
+    """:func:`stable_bucket` of the rows of ``order`` whose key ``keys[row]`` is not negative (negative: dropped):
+    the same ``(new order, indptr)``. With ``carry`` (float64, one value per position of ``order``), also the carried
+    values in the new order.
+
+    Each row's key is read once, in one pass that also counts; the fill then reads sequentially. Both passes run on
+    threads over spans of ``order`` (each span fills its own slots, placed by the counts of the spans before it)."""
+    order, keys = _read_only(np.ascontiguousarray(order, np.int64), keys)
+    values = _read_only(np.zeros(0) if carry is None else np.ascontiguousarray(carry, np.float64))
+    spans = even_spans(len(order))
+    counts = np.zeros((len(spans), n_keys), np.int64)
+    ks = np.empty(len(order), np.int64)
+    row = {s: t for t, s in enumerate(spans)}
+    run_spans(lambda i0, i1: _bucket_count(order, keys, i0, i1, ks, counts[row[i0, i1]]), spans)
+    indptr = np.zeros(n_keys + 1, np.int64)
+    np.cumsum(counts.sum(axis=0), out=indptr[1:])
+    starts = indptr[:-1] + np.cumsum(counts, axis=0) - counts
+    out = np.empty(int(indptr[-1]), np.int64)
+    carried = np.empty(len(out) if carry is not None else 0, np.float64)
+    run_spans(lambda i0, i1: _bucket_fill(order, ks, values, i0, i1, starts[row[i0, i1]], out, carried), spans)
+    return (out, indptr) if carry is None else (out, indptr, carried)
+
+
+@njit(cache=True, nogil=True)
+def _bucket_count(order, keys, i0, i1, ks, counts):
+    for i in range(i0, i1):
+        k = keys[order[i]]
+        ks[i] = k
+        if k >= 0:
+            counts[k] += 1
+
+
+@njit(cache=True, nogil=True)
+def _bucket_fill(order, ks, values, i0, i1, pos, out, carried):
+    with_values = carried.shape[0] > 0
+    for i in range(i0, i1):
+        k = ks[i]
+        if k >= 0:
+            j = pos[k]
+            out[j] = order[i]
+            if with_values:
+                carried[j] = values[i]
+            pos[k] = j + 1
+
+
+@njit(cache=True, nogil=True)
+def unmatched_outcome(value, lo, hi):
+    """``(n, A)`` uint8 outcome of each detection when unmatched in range a: ignored if its range value
+    ``value[i]`` is out of ``[lo[a], hi[a]]``, else FP (NaN: FP)."""
+    n = value.shape[0]
+    n_ranges = lo.shape[0]
+    out = np.empty((n, n_ranges), np.uint8)
+    for i in range(n):
+        v = value[i]
+        for a in range(n_ranges):
+            out[i, a] = STATE_IGNORED if (v < lo[a] or v > hi[a]) else STATE_FP
+    return out
+
+
+def candidate_csr(pair_gt, pair_pred, pair_iou, pair_iou2d, gt_label, pred_label, acc_pos, n_acc, det_prox, t_min,
+                  prox_thresh):
+    """The pairs that can match, as a CSR keyed by accumulation position with GT rows ascending.
+
+    A pair can match when its detection is kept (``acc_pos[pred] >= 0``), its GT is evaluated and of the
+    detection's category, and its IoU is >= ``t_min`` or, under proximity (``pair_iou2d`` given and
+    ``det_prox[pred]``), its 2D IoU is above ``prox_thresh``. The pair table must be sorted by GT row (as
+    :class:`~ov3d_core.eval.pairs.Pairs` is): then one stable counting pass by position gives GT rows ascending.
+    Spans of the pairs are counted and filled on threads, each in its own slots.
+
+    Returns ``(indptr (n_acc + 1,), cand_gt, cand_iou, cand_in_prox, pos_of (P,))``: the candidates of position i
+    are ``indptr[i]:indptr[i + 1]``; ``pos_of`` is each pair's position, -1 where it cannot match.
+    """
+    use_prox = pair_iou2d is not None
+    pair_gt, pair_pred, pair_iou, gt_label, pred_label, acc_pos, det_prox = _read_only(
+        pair_gt, pair_pred, pair_iou, gt_label, pred_label, acc_pos, det_prox)
+    iou2d = _read_only(pair_iou2d if use_prox else np.zeros(0))
+    spans = even_spans(len(pair_gt))
+    counts = np.zeros((len(spans), n_acc), np.int64)
+    pos_of = np.empty(len(pair_gt), np.int64)
+    row = {s: t for t, s in enumerate(spans)}
+    run_spans(lambda p0, p1: _candidate_count(pair_gt, pair_pred, pair_iou, iou2d, gt_label, pred_label, acc_pos,
+                                              det_prox, float(t_min), float(prox_thresh), use_prox, p0, p1, pos_of,
+                                              counts[row[p0, p1]]), spans)
+    indptr = np.empty(n_acc + 1, np.int64)
+    _span_starts(counts, indptr)
+    n = int(indptr[-1])
+    cand_gt, cand_iou, cand_prox = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.bool_)
+    run_spans(lambda p0, p1: _candidate_fill(pos_of, pair_gt, pair_iou, iou2d, float(prox_thresh), use_prox, p0, p1,
+                                             counts[row[p0, p1]], cand_gt, cand_iou, cand_prox), spans)
+    return indptr, cand_gt, cand_iou, cand_prox, pos_of
+
+
+@njit(cache=True, nogil=True)
+def _candidate_count(pair_gt, pair_pred, pair_iou, iou2d, gt_label, pred_label, acc_pos, det_prox, t_min,
+                     prox_thresh, use_prox, p0, p1, pos_of, counts):
+    for p in range(p0, p1):
+        pos_of[p] = -1
+        d = pair_pred[p]
+        i = acc_pos[d]
+        if i < 0:
+            continue
+        lg = gt_label[pair_gt[p]]
+        if lg < 0 or lg != pred_label[d]:
+            continue
+        if pair_iou[p] >= t_min or (use_prox and det_prox[d] and iou2d[p] > prox_thresh):
+            pos_of[p] = i
+            counts[i] += 1
+
+
+@njit(cache=True, nogil=True)
+def _span_starts(counts, indptr):
+    """Per-span counts ``(S, n)`` -> CSR pointers ``indptr (n + 1,)``; ``counts[t, i]`` becomes the first slot of
+    span t in segment i (the spans before it fill the slots before)."""
+    n_spans, n = counts.shape
+    total = 0
+    for i in range(n):
+        indptr[i] = total
+        for t in range(n_spans):
+            c = counts[t, i]
+            counts[t, i] = total
+            total += c
+    indptr[n] = total
+
+
+@njit(cache=True, nogil=True)
+def _candidate_fill(pos_of, pair_gt, pair_iou, iou2d, prox_thresh, use_prox, p0, p1, starts, cand_gt, cand_iou,
+                    cand_prox):
+    for p in range(p0, p1):
+        i = pos_of[p]
+        if i < 0:
+            continue
+        j = starts[i]
+        starts[i] = j + 1
+        cand_gt[j] = pair_gt[p]
+        cand_iou[j] = pair_iou[p]
+        cand_prox[j] = use_prox and iou2d[p] > prox_thresh
 
 
 def descending_keys(values: np.ndarray) -> np.ndarray:
@@ -101,17 +241,20 @@ def pairs_by_pred(pair_gt, pair_pred, select, n_gt, n_pred):
 
     Returns ``(perm, indptr)``: the pairs of key d are ``perm[indptr[d]:indptr[d+1]]`` (pair indices).
     """
-    # Read-only views (no copy): memory-mapped pair tables are read-only, computed ones writable, and numba compiles
-    # one machine-code variant per combination; this way there is one.
-    return _pairs_by_pred(_read_only(pair_gt), _read_only(pair_pred), _read_only(select), n_gt, n_pred)
+    return _pairs_by_pred(*_read_only(pair_gt, pair_pred, select), n_gt, n_pred)
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
+def _read_only(*arrays: np.ndarray):
+    """Read-only views (no copy) of the arrays (one array: the view itself). Memory-mapped tables are read-only and
+    computed ones writable, and numba compiles one machine-code variant per combination; this way there is one, the
+    one ``python -m ov3d_core.geometry.jit`` compiles ahead."""
+    out = []
+    for a in arrays:
+        if a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
+        out.append(a)
+    return out[0] if len(out) == 1 else out
 
 
 @njit(cache=True)
@@ -143,9 +286,8 @@ def truncate_per_group(order_by_image, image_indptr, label, n_categories, max_de
     return keep
 
 
-@njit(cache=True)
 def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, gt_ignore_r, thresholds, unmatched,
-                      record_range):
+                      record_range, cat_ptr=None):
     """Omni3D / COCO greedy matching of every detection at every IoU threshold and range.
 
     Detections are addressed by their position i in the accumulation order (category, -score, image, tie-break):
@@ -170,28 +312,51 @@ def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, g
         thresholds: ``(T,)`` IoU thresholds.
         unmatched: ``(n_acc, A)`` uint8 outcome of an unmatched detection.
         record_range: range whose matched GT rows are returned (-1: none).
+        cat_ptr: optional ``(K + 1,)`` category segments of the positions: the categories are then matched in
+            spans on threads (:mod:`ov3d_core.eval.threads`; a GT belongs to one category, so spans never
+            interact and the result is the one-thread result).
 
     Returns:
         ``state (n_rows, A, T)`` uint8 (STATE_FP, STATE_TP or STATE_IGNORED), row ii for position ``rows[ii]``, and
         ``match (n_rows, T)`` int64 GT row or -1 in ``record_range`` (``(0, T)`` when not recording).
     """
     n_ranges = gt_ignore_r.shape[0]
+    n_thr = len(thresholds)
+    state = np.empty((len(rows), n_ranges, n_thr), np.uint8)
+    match = np.full((len(rows) if record_range >= 0 else 0, n_thr), -1, np.int64)
+    ign = np.ascontiguousarray(gt_ignore_r.T)  # (n_gt, A): a GT's flags in one cache line
+    rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched = _read_only(
+        rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched)
+    if cat_ptr is None or len(rows) == 0:
+        row_spans = [(0, len(rows))]
+    else:  # categories split by their candidate pairs, then mapped to the rows (positions) they hold
+        row_spans = [tuple(np.searchsorted(rows, cat_ptr[[k0, k1]]).tolist())
+                     for k0, k1 in weighted_spans(indptr[cat_ptr])]
+
+    def span(r0, r1):
+        _greedy_match_span(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched,
+                           record_range, r0, r1, state, match)
+
+    run_spans(span, row_spans)
+    return state, match
+
+
+@njit(cache=True, nogil=True)
+def _greedy_match_span(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched,
+                       record_range, r0, r1, state, match):
+    """:func:`coco_greedy_match` for the rows ``r0:r1`` (whole categories), written into ``state`` and ``match``."""
+    n_gt, n_ranges = ign.shape
     n_thr = thresholds.shape[0]
-    n_gt = gt_ignore_r.shape[1]
-    n_rows = rows.shape[0]
-    ign = gt_ignore_r.T.copy()  # (n_gt, A): a GT's flags in one cache line
     matched = np.zeros((n_gt, n_ranges, n_thr), np.bool_)
-    state = np.empty((n_rows, n_ranges, n_thr), np.uint8)
-    match = np.full((n_rows if record_range >= 0 else 0, n_thr), -1, np.int64)
     start = np.empty(n_thr, np.float64)
     for t in range(n_thr):
         start[t] = min(thresholds[t], 1.0 - 1e-10)
     width = 1
-    for ii in range(n_rows):
+    for ii in range(r0, r1):
         width = max(width, indptr[rows[ii] + 1] - indptr[rows[ii]])
     cand_g = np.empty(width, np.int64)
     cand_v = np.empty(width, np.float64)
-    for ii in range(n_rows):
+    for ii in range(r0, r1):
         i = rows[ii]
         p0 = indptr[i]
         p1 = indptr[i + 1]
@@ -232,7 +397,6 @@ def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, g
                         match[ii, t] = m
                 else:
                     state[ii, a, t] = unmatched[i, a]
-    return state, match
 
 
 @njit(cache=True)
@@ -262,7 +426,6 @@ def greedy_one_to_one(det_order, indptr, perm, pair_gt, pair_iou, n_gt):
     return matched_det, matched_iou
 
 
-@njit(cache=True)
 def accumulate_precision(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
     """Per (category, range, threshold), over the detections in score order: recall = tp / npig, precision =
     tp / (tp + fp + eps), made non-increasing from the right, sampled at ``searchsorted(recall, r, "left")`` for each
@@ -275,17 +438,29 @@ def accumulate_precision(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
     for r > 0 the first index with recall >= r is a TP event, and between TPs precision only falls, so the envelope
     at a TP event is the maximum precision over the TP events from there on. For r <= 0 the index is 0, whose
     envelope is the maximum over all events (0 if there is none). Each TP takes a distinct non-ignored GT, so a
-    (category, range) has at most npig events.
+    (category, range) has at most npig events. Spans of categories are accumulated on threads
+    (:mod:`ov3d_core.eval.threads`); each category's numbers are computed alone, so the result is the one-thread one.
     """
+    n_cat = len(cat_indptr) - 1
+    precision = np.full((state.shape[2], len(rec_thrs), n_cat, unmatched.shape[1]), np.nan)
+    recall = np.full((state.shape[2], n_cat, unmatched.shape[1]), np.nan)
+    state, row_of, unmatched, cat_indptr, npig, rec_thrs = _read_only(state, row_of, unmatched, cat_indptr, npig,
+                                                                      rec_thrs)
+    run_spans(lambda k0, k1: _accumulate_span(state, row_of, unmatched, cat_indptr, npig, rec_thrs, k0, k1,
+                                              precision, recall),
+              weighted_spans(cat_indptr))
+    return precision, recall
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_span(state, row_of, unmatched, cat_indptr, npig, rec_thrs, k0, k1, precision, recall):
+    """:func:`accumulate_precision` for the categories ``k0:k1``, written into ``precision`` and ``recall``."""
     n_ranges = unmatched.shape[1]
     n_thr = state.shape[2]
-    n_cat = cat_indptr.shape[0] - 1
     n_rec = rec_thrs.shape[0]
     eps = np.spacing(1.0)
-    precision = np.full((n_thr, n_rec, n_cat, n_ranges), np.nan)
-    recall = np.full((n_thr, n_cat, n_ranges), np.nan)
     cap = 1
-    for k in range(n_cat):
+    for k in range(k0, k1):
         for a in range(n_ranges):
             cap = max(cap, npig[k, a])
     ev_rc = np.empty((n_ranges, n_thr, cap))
@@ -294,7 +469,7 @@ def accumulate_precision(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
     tp = np.zeros((n_ranges, n_thr))
     fp = np.zeros((n_ranges, n_thr))
     fp_all = np.zeros(n_ranges)  # FPs of detections without candidates: the same at every threshold
-    for k in range(n_cat):
+    for k in range(k0, k1):
         s0 = cat_indptr[k]
         nd = cat_indptr[k + 1] - s0
         ne[:] = 0
@@ -348,7 +523,6 @@ def accumulate_precision(state, row_of, unmatched, cat_indptr, npig, rec_thrs):
                         else:
                             hi = mid
                     precision[t, q, k, a] = pr[lo] if lo < n_ev else 0.0
-    return precision, recall
 
 
 # ---------------------------------------------------------------------------------------------------- weighted

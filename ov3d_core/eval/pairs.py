@@ -9,7 +9,6 @@ is not stored is 0 by definition. Every re-labelling, filter or protocol change 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ import pandas as pd
 import xxhash
 
 from ov3d_core.eval.grouping import dense_image_keys
+from ov3d_core.eval.threads import kernel_threads
 from ov3d_core.io import npzstore
 
 __all__ = ["Pairs", "compute_pairs", "PairCache", "GEOMETRY_VERSION", "geometry_key"]
@@ -217,16 +217,9 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, c
 
 
 def geometry_threads() -> int:
-    """Work units computed at once: the usable cores, at most 4 (``OV3D_GEOMETRY_THREADS`` overrides). The kernels
-    release the GIL; each unit's result is the same whichever thread computes it."""
-    forced = os.environ.get("OV3D_GEOMETRY_THREADS", "")
-    if forced.isdigit() and int(forced) > 0:
-        return int(forced)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+    """Work units computed at once (:func:`ov3d_core.eval.threads.kernel_threads`). The kernels release the GIL;
+    each unit's result is the same whichever thread computes it."""
+    return kernel_threads()
 
 
 @contextmanager
