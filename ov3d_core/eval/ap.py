@@ -32,6 +32,7 @@ from ov3d_core.eval.matching import (
     bucket_rows,
     candidate_csr,
     coco_greedy_match,
+    match_records,
     stable_bucket,
     truncate_per_group,
     unmatched_outcome,
@@ -563,20 +564,8 @@ def fixed_matching(inputs: APInputs, *, n_categories: int, params: APParams | No
 
 def _matches(params, name, a, acc_order, rows, state, match, unmatched, n_pred, n_gt, gt_ignore, gt_valid):
     """Per-detection / per-GT match records of range index ``a`` (rows of the outputs are BoxSet rows)."""
-    T = len(params.iou_thresholds)
-    # int32: GT rows fit, and at 4M predictions x 10 thresholds the table is 160 MB instead of 320 MB
-    dt_match = np.full((T, n_pred), -1, np.int32)
-    dt_ignore = np.zeros((T, n_pred), bool)
-    dt_ignore[:, acc_order[unmatched[:, a] == STATE_IGNORED]] = True
-    det_rows = acc_order[rows]
-    dt_match[:, det_rows] = match.T
-    dt_ignore[:, det_rows] = (state[:, a, :] == STATE_IGNORED).T
-    gt_match = np.full((T, n_gt), -1, np.int64)
-    for t in range(T):  # matching is one-to-one per threshold: each matched GT has one detection
-        hit = match[:, t] >= 0
-        gt_match[t, match[hit, t]] = det_rows[hit]
-    dt_eval = np.zeros(n_pred, bool)
-    dt_eval[acc_order] = True
+    # dt_match is int32: GT rows fit, and at 4M predictions x 10 thresholds the table is 160 MB instead of 320 MB
+    dt_match, dt_ignore, gt_match, dt_eval = match_records(acc_order, rows, state, match, unmatched, a, n_pred, n_gt)
     for arr in (dt_match, dt_ignore, gt_match, dt_eval, gt_ignore, gt_valid):
         arr.flags.writeable = False
     return Matches(params.iou_thresholds, name, dt_match, dt_ignore, dt_eval, gt_match, gt_ignore, gt_valid)

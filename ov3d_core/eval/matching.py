@@ -21,7 +21,7 @@ from numba import njit, prange
 from ov3d_core.eval.threads import even_spans, run_spans, weighted_spans
 
 __all__ = ["stable_bucket", "bucket_rows", "unmatched_outcome", "candidate_csr", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
-           "truncate_per_group", "coco_greedy_match", "accumulate_precision", "greedy_one_to_one",
+           "truncate_per_group", "coco_greedy_match", "match_records", "accumulate_precision", "greedy_one_to_one",
            "accumulate_weighted", "accumulate_resamples", "STATE_FP", "STATE_TP", "STATE_IGNORED"]
 
 #: Per (detection, range, threshold) outcome codes written by :func:`coco_greedy_match`.
@@ -397,6 +397,34 @@ def _greedy_match_span(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, 
                         match[ii, t] = m
                 else:
                     state[ii, a, t] = unmatched[i, a]
+
+
+@njit(cache=True, nogil=True)
+def match_records(acc_order, rows, state, match, unmatched, a, n_pred, n_gt):
+    """Per-detection and per-GT match records of range ``a`` in BoxSet rows, from :func:`coco_greedy_match`'s
+    outputs: ``dt_match (T, n_pred)`` int32 GT row or -1, ``dt_ignore (T, n_pred)``, ``gt_match (T, n_gt)``
+    detection row or -1, ``dt_eval (n_pred,)`` (the detection was evaluated, after the ``max_dets`` cut). A detection
+    without candidates is ignored where its unmatched outcome is; one with candidates takes its state."""
+    n_thr = match.shape[1]
+    dt_match = np.full((n_thr, n_pred), -1, np.int32)
+    dt_ignore = np.zeros((n_thr, n_pred), np.bool_)
+    gt_match = np.full((n_thr, n_gt), -1, np.int64)
+    dt_eval = np.zeros(n_pred, np.bool_)
+    for i in range(acc_order.shape[0]):
+        d = acc_order[i]
+        dt_eval[d] = True
+        if unmatched[i, a] == STATE_IGNORED:
+            for t in range(n_thr):
+                dt_ignore[t, d] = True
+    for ii in range(rows.shape[0]):
+        d = acc_order[rows[ii]]
+        for t in range(n_thr):
+            m = match[ii, t]
+            dt_match[t, d] = m  # matching is one-to-one per threshold: each matched GT has one detection
+            dt_ignore[t, d] = state[ii, a, t] == STATE_IGNORED
+            if m >= 0:
+                gt_match[t, m] = d
+    return dt_match, dt_ignore, gt_match, dt_eval
 
 
 @njit(cache=True)
