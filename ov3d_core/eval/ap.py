@@ -32,7 +32,7 @@ from ov3d_core.eval.matching import (
     bucket_rows,
     candidate_csr,
     coco_greedy_match,
-    match_records,
+    ignore_records,
     stable_bucket,
     truncate_per_group,
     unmatched_outcome,
@@ -40,6 +40,7 @@ from ov3d_core.eval.matching import (
 from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.eval.memo import ContentMemo, content_key
 from ov3d_core.eval.results import APResult, Matches
+from ov3d_core.io.columnar import trim_heap
 
 __all__ = ["APParams", "APInputs", "FixedMatching", "fixed_matching", "evaluate_ap", "evaluate_ap_pooled",
            "evaluate_view", "evaluate_inputs", "map3d", "matches_at", "single_threshold", "OMNI3D_3D_SUMMARY",
@@ -436,15 +437,14 @@ def evaluate_ap(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_
     fm = _fixed_matching(params, int(n_categories), _check(
         gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value, pair_gt,
         pair_pred, pair_iou, int(n_categories), params, pair_iou2d, pred_order, pred_proximity), return_matches)
+    trim_heap()  # the candidate tables are gone: hand their memory back before the records and accumulation
     # 3. accumulate
     npig = fm.npig()
     precision, recall = accumulate_precision(fm.state, fm.row_of, fm.unmatched, fm.cat_ptr, npig,
                                              params.recall_thresholds)
     matches = None
     if return_matches:
-        a = fm.range_index
-        matches = _matches(params, params.range_names[a], a, fm.acc_order, fm.rows, fm.state, fm.match,
-                           fm.unmatched, fm.n_pred, len(fm.gt_label), fm.gt_ignore_r[a].copy(), fm.gt_label >= 0)
+        matches = _matches(params, params.range_names[fm.range_index], fm)
     K = fm.n_categories
     return APResult(precision=precision, recall=recall, n_gt=npig,
                     n_pred=np.diff(fm.cat_ptr)[:K].astype(np.int64),  # acc_order is bucketed by category
@@ -470,7 +470,8 @@ class FixedMatching:
         rows: positions (into acc_order) with candidate pairs; state: ``(len(rows), A, T)`` uint8 outcomes
             (``STATE_FP`` / ``STATE_TP`` / ``STATE_IGNORED``); row_of: ``(n_acc,)`` row of each position in state
             or -1; unmatched: ``(n_acc, A)`` outcome of a position without a match (FP or ignored).
-        match: ``(len(rows), T)`` GT row matched in range ``range_index`` (empty unless requested).
+        dt_match: ``(T, n_pred)`` int32 GT row each prediction row matched in range ``range_index`` or -1;
+            gt_match: ``(T, n_gt)`` the prediction row each GT matched or -1 (both ``(T, 0)`` unless requested).
         range_index: the range whose matches are recorded ("all").
     """
 
@@ -489,7 +490,8 @@ class FixedMatching:
     state: np.ndarray
     row_of: np.ndarray
     unmatched: np.ndarray
-    match: np.ndarray
+    dt_match: np.ndarray
+    gt_match: np.ndarray
     range_index: int
 
     @property
@@ -535,8 +537,9 @@ def _fixed_matching(params: APParams, K: int, c: _Checked, record: bool, gt_imag
     names = params.range_names
     rec_a = names.index("all") if "all" in names else 0
     rows = np.flatnonzero(np.diff(indptr) > 0)
-    state, match = coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_prox, c.det_prox[acc_order], gt_ign_r,
-                                     params.iou_thresholds, unmatched, rec_a if record else -1, cat_ptr[:K + 1])
+    state, dt_match, gt_match = coco_greedy_match(
+        rows, indptr, cand_gt, cand_iou, cand_prox, c.det_prox[acc_order], gt_ign_r, params.iou_thresholds, unmatched,
+        rec_a if record else -1, cat_ptr[:K + 1], record_rows=acc_order, n_pred=len(c.pred_label))
     row_of = np.full(len(acc_order), -1, np.int64)
     row_of[rows] = np.arange(len(rows))
     keys = (_image_keys(gt_image, pred_image, c.gi, c.pi, c.n_img) if gt_image is not None
@@ -544,7 +547,7 @@ def _fixed_matching(params: APParams, K: int, c: _Checked, record: bool, gt_imag
     return FixedMatching(params=params, n_categories=K, image_keys=keys, gt_image=c.gi, gt_label=c.gt_label,
                          gt_ignore_r=gt_ign_r, pred_image=c.pi, pred_label=c.pred_label, pred_score=c.pred_score,
                          acc_order=acc_order, cat_ptr=cat_ptr[:K + 1], rows=rows, state=state, row_of=row_of,
-                         unmatched=unmatched, match=match, range_index=rec_a)
+                         unmatched=unmatched, dt_match=dt_match, gt_match=gt_match, range_index=rec_a)
 
 
 def fixed_matching(inputs: APInputs, *, n_categories: int, params: APParams | None = None) -> FixedMatching:
@@ -562,13 +565,14 @@ def fixed_matching(inputs: APInputs, *, n_categories: int, params: APParams | No
     return _fixed_matching(params, K, c, False, a["gt_image"], a["pred_image"])
 
 
-def _matches(params, name, a, acc_order, rows, state, match, unmatched, n_pred, n_gt, gt_ignore, gt_valid):
-    """Per-detection / per-GT match records of range index ``a`` (rows of the outputs are BoxSet rows)."""
-    # dt_match is int32: GT rows fit, and at 4M predictions x 10 thresholds the table is 160 MB instead of 320 MB
-    dt_match, dt_ignore, gt_match, dt_eval = match_records(acc_order, rows, state, match, unmatched, a, n_pred, n_gt)
-    for arr in (dt_match, dt_ignore, gt_match, dt_eval, gt_ignore, gt_valid):
+def _matches(params, name, fm: FixedMatching) -> Matches:
+    """Per-detection / per-GT match records of ``fm.range_index`` (rows of the outputs are BoxSet rows)."""
+    a = fm.range_index
+    dt_ignore, dt_eval = ignore_records(fm.acc_order, fm.rows, fm.state, fm.unmatched, a, fm.n_pred)
+    gt_ignore, gt_valid = fm.gt_ignore_r[a].copy(), fm.gt_label >= 0
+    for arr in (fm.dt_match, fm.gt_match, dt_ignore, dt_eval, gt_ignore, gt_valid):
         arr.flags.writeable = False
-    return Matches(params.iou_thresholds, name, dt_match, dt_ignore, dt_eval, gt_match, gt_ignore, gt_valid)
+    return Matches(params.iou_thresholds, name, fm.dt_match, dt_ignore, dt_eval, fm.gt_match, gt_ignore, gt_valid)
 
 
 def evaluate_view(gt, pred, pairs, view, params: APParams | None = None, *, gt_label=None, gt_ignore=None,

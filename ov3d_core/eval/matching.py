@@ -21,7 +21,7 @@ from numba import njit, prange
 from ov3d_core.eval.threads import even_spans, run_spans, weighted_spans
 
 __all__ = ["stable_bucket", "bucket_rows", "unmatched_outcome", "candidate_csr", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
-           "truncate_per_group", "coco_greedy_match", "match_records", "accumulate_precision", "greedy_one_to_one",
+           "truncate_per_group", "coco_greedy_match", "ignore_records", "accumulate_precision", "greedy_one_to_one",
            "accumulate_weighted", "accumulate_resamples", "STATE_FP", "STATE_TP", "STATE_IGNORED"]
 
 #: Per (detection, range, threshold) outcome codes written by :func:`coco_greedy_match`.
@@ -287,7 +287,7 @@ def truncate_per_group(order_by_image, image_indptr, label, n_categories, max_de
 
 
 def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, gt_ignore_r, thresholds, unmatched,
-                      record_range, cat_ptr=None):
+                      record_range, cat_ptr=None, record_rows=None, n_pred=0):
     """Omni3D / COCO greedy matching of every detection at every IoU threshold and range.
 
     Detections are addressed by their position i in the accumulation order (category, -score, image, tie-break):
@@ -311,22 +311,30 @@ def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, g
         gt_ignore_r: ``(A, n_gt)`` bool, GT ignored for range a (flag or out of range).
         thresholds: ``(T,)`` IoU thresholds.
         unmatched: ``(n_acc, A)`` uint8 outcome of an unmatched detection.
-        record_range: range whose matched GT rows are returned (-1: none).
+        record_range: range whose matches are recorded (-1: none).
         cat_ptr: optional ``(K + 1,)`` category segments of the positions: the categories are then matched in
             spans on threads (:mod:`ov3d_core.eval.threads`; a GT belongs to one category, so spans never
             interact and the result is the one-thread result).
+        record_rows: ``(n_acc,)`` the prediction row of each position (the accumulation order), needed when
+            recording; n_pred: the number of prediction rows.
 
     Returns:
-        ``state (n_rows, A, T)`` uint8 (STATE_FP, STATE_TP or STATE_IGNORED), row ii for position ``rows[ii]``, and
-        ``match (n_rows, T)`` int64 GT row or -1 in ``record_range`` (``(0, T)`` when not recording).
+        ``state (n_rows, A, T)`` uint8 (STATE_FP, STATE_TP or STATE_IGNORED), row ii for position ``rows[ii]``;
+        ``dt_match (T, n_pred)`` int32, the GT row each prediction row matched in ``record_range`` or -1, and
+        ``gt_match (T, n_gt)`` int64, the prediction row each GT matched or -1 (both ``(T, 0)`` when not
+        recording). They are written by prediction row during the walk: an intermediate per-position table would be
+        the largest array of a 4M-prediction score.
     """
-    n_ranges = gt_ignore_r.shape[0]
+    n_ranges, n_gt = gt_ignore_r.shape
     n_thr = len(thresholds)
     state = np.empty((len(rows), n_ranges, n_thr), np.uint8)
-    match = np.full((len(rows) if record_range >= 0 else 0, n_thr), -1, np.int64)
+    recording = record_range >= 0
+    dt_match = np.full((n_thr, n_pred if recording else 0), -1, np.int32)  # GT rows below 2**31
+    gt_match = np.full((n_thr, n_gt if recording else 0), -1, np.int64)
     ign = np.ascontiguousarray(gt_ignore_r.T)  # (n_gt, A): a GT's flags in one cache line
-    rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched = _read_only(
-        rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched)
+    record_rows = np.zeros(0, np.int64) if record_rows is None else np.ascontiguousarray(record_rows, np.int64)
+    rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched, record_rows = _read_only(
+        rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched, record_rows)
     if cat_ptr is None or len(rows) == 0:
         row_spans = [(0, len(rows))]
     else:  # categories split by their candidate pairs, then mapped to the rows (positions) they hold
@@ -335,16 +343,17 @@ def coco_greedy_match(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, g
 
     def span(r0, r1):
         _greedy_match_span(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched,
-                           record_range, r0, r1, state, match)
+                           record_range, record_rows, r0, r1, state, dt_match, gt_match)
 
     run_spans(span, row_spans)
-    return state, match
+    return state, dt_match, gt_match
 
 
 @njit(cache=True, nogil=True)
 def _greedy_match_span(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, ign, thresholds, unmatched,
-                       record_range, r0, r1, state, match):
-    """:func:`coco_greedy_match` for the rows ``r0:r1`` (whole categories), written into ``state`` and ``match``."""
+                       record_range, record_rows, r0, r1, state, dt_match, gt_match):
+    """:func:`coco_greedy_match` for the rows ``r0:r1`` (whole categories), written into ``state`` and the match
+    records (the predictions and GTs of different categories are different rows)."""
     n_gt, n_ranges = ign.shape
     n_thr = thresholds.shape[0]
     matched = np.zeros((n_gt, n_ranges, n_thr), np.bool_)
@@ -394,21 +403,19 @@ def _greedy_match_span(rows, indptr, cand_gt, cand_iou, cand_in_prox, det_prox, 
                     matched[m, a, t] = True
                     state[ii, a, t] = STATE_IGNORED if ign[m, a] else STATE_TP
                     if a == record_range:
-                        match[ii, t] = m
+                        dt_match[t, record_rows[i]] = m
+                        gt_match[t, m] = record_rows[i]
                 else:
                     state[ii, a, t] = unmatched[i, a]
 
 
 @njit(cache=True, nogil=True)
-def match_records(acc_order, rows, state, match, unmatched, a, n_pred, n_gt):
-    """Per-detection and per-GT match records of range ``a`` in BoxSet rows, from :func:`coco_greedy_match`'s
-    outputs: ``dt_match (T, n_pred)`` int32 GT row or -1, ``dt_ignore (T, n_pred)``, ``gt_match (T, n_gt)``
-    detection row or -1, ``dt_eval (n_pred,)`` (the detection was evaluated, after the ``max_dets`` cut). A detection
-    without candidates is ignored where its unmatched outcome is; one with candidates takes its state."""
-    n_thr = match.shape[1]
-    dt_match = np.full((n_thr, n_pred), -1, np.int32)
+def ignore_records(acc_order, rows, state, unmatched, a, n_pred):
+    """The per-prediction-row records of range ``a`` that :func:`coco_greedy_match` does not write:
+    ``dt_ignore (T, n_pred)`` and ``dt_eval (n_pred,)`` (evaluated, after the ``max_dets`` cut). A detection without
+    candidates is ignored where its unmatched outcome is; one with candidates takes its state."""
+    n_thr = state.shape[2]
     dt_ignore = np.zeros((n_thr, n_pred), np.bool_)
-    gt_match = np.full((n_thr, n_gt), -1, np.int64)
     dt_eval = np.zeros(n_pred, np.bool_)
     for i in range(acc_order.shape[0]):
         d = acc_order[i]
@@ -419,12 +426,8 @@ def match_records(acc_order, rows, state, match, unmatched, a, n_pred, n_gt):
     for ii in range(rows.shape[0]):
         d = acc_order[rows[ii]]
         for t in range(n_thr):
-            m = match[ii, t]
-            dt_match[t, d] = m  # matching is one-to-one per threshold: each matched GT has one detection
             dt_ignore[t, d] = state[ii, a, t] == STATE_IGNORED
-            if m >= 0:
-                gt_match[t, m] = d
-    return dt_match, dt_ignore, gt_match, dt_eval
+    return dt_ignore, dt_eval
 
 
 @njit(cache=True)

@@ -17,6 +17,7 @@ from ov3d_core.eval.grouping import best_gt_overlap
 from ov3d_core.eval.labels import LabelView, gt_codes
 from ov3d_core.eval.recall import recall_for_view
 from ov3d_core.eval.results import APResult, RecallResult
+from ov3d_core.io.columnar import trim_heap
 
 __all__ = ["PROTOCOLS", "apply_protocol", "threshold_view", "RunScore", "score_view", "score_pooled"]
 
@@ -108,11 +109,14 @@ def score_view(dataset, run, pairs, view: LabelView, *, protocol: str = "dataset
     """Score a label view of a run against cached geometry (no geometry is computed here)."""
     params = params or APParams.omni3d_3d()
     gl = gt_codes(dataset.gt.category, view.vocabulary)
-    ap = evaluate_view(dataset.gt, run.pred, pairs, view, params, gt_label=gl, proximity=dataset.proximity,
-                       return_matches=True)
+    # The recall first, then its working arrays handed back to the system (tens of MB each at 4M predictions, below
+    # the mmap threshold, they would stay resident beside the AP's match records; evaluate_ap does the same)
     evaluated = view.filtered(view.label >= 0)
     rec = recall_for_view(dataset.gt, pairs, evaluated, gt_mask=gl >= 0, iou_threshold=recall_iou,
                           method=recall_method)
+    trim_heap()
+    ap = evaluate_view(dataset.gt, run.pred, pairs, view, params, gt_label=gl, proximity=dataset.proximity,
+                       return_matches=True)
     return RunScore(dataset=dataset.name, run=run.name, protocol=protocol, view=view, ap=ap, recall=rec,
                     gt_label=gl, pairs=pairs)
 
