@@ -38,6 +38,7 @@ import pandas as pd
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import (CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY, STATUS_IOU,
                                       SUMMARY_KEYS)
+from ov3d_core.scorecache import ScoreCache, decode_frame, encode_frame, encode_row
 
 __all__ = ["View", "RemapSpec", "Analysis", "DISTANCE_MODES", "DEFAULT_TEMPLATES", "MINING_KINDS"]
 
@@ -218,6 +219,7 @@ class Analysis:
         keywords for ``make_encoder`` (device, batch_size) used the first time an encoder spec is needed."""
         self.benchmark = benchmark
         self._memo = _Memo(memo_items)
+        self._scores = ScoreCache(Path(benchmark.config.cache_dir) / "scores")
         self.embedding_dir = Path(embedding_dir) if embedding_dir else Path(benchmark.config.cache_dir) / "embeddings"
         self.encoder_options = dict(encoder_options or {})
 
@@ -367,8 +369,11 @@ class Analysis:
         return dict(self.score(view).summary)
 
     def per_category(self, view: View) -> pd.DataFrame:
-        """One row per evaluated category: AP3D and its slices (percent), AR, n_gt, n_pred, recall3D (fraction)."""
-        return self.score(view).per_category
+        """One row per evaluated category: AP3D and its slices (percent), AR, n_gt, n_pred, recall3D (fraction).
+        Kept on disk beside the load caches (``ov3d_core.scorecache``): a new process shows it without loading."""
+        self._need_run(view)
+        return self._memoised("per_category", _score_key(view), lambda: self._persisted(
+            "per_category", view, lambda: self.score(view).per_category, encode_frame, decode_frame))
 
     def pred_status(self, view: View) -> pd.DataFrame:
         """Per prediction: TP / FP / mislabelled / ignored / not evaluated at ``view.iou``, matched GT, best IoU."""
@@ -426,7 +431,31 @@ class Analysis:
                     "n_out_of_vocabulary": int(self.out_of_vocabulary(view)["n_pred"].sum()),
                     **{k: float(s.get(k, np.nan)) for k in SUMMARY_KEYS}}
 
-        return self._memoised("leaderboard_row", _score_key(view), compute)
+        self._need_run(view)
+        return self._memoised("leaderboard_row", _score_key(view), lambda: self._persisted(
+            "leaderboard_row", view, compute, encode_row, dict))
+
+    def _persisted(self, kind: str, view: View, compute: Callable[[], Any], encode, decode):
+        """``compute()`` through the disk cache of small results, keyed by the content of the view's input files
+        (remapped views, which also depend on an encoder, and folder inputs are computed every time)."""
+        return self._scores.get(kind, None if view.remap is not None else self._input_identity(view), compute,
+                                encode, decode)
+
+    def _input_identity(self, view: View) -> dict | None:
+        """The config entries of the view's dataset and run and the (path, content digest) of their input files;
+        None when one is not a regular file (a KITTI folder, a missing file: computing then says what is wrong)."""
+        from ov3d_core.io.loadcache import file_digest
+
+        ds_spec = self.benchmark.dataset_spec(view.dataset)
+        run_spec = self.benchmark.run_spec(view.run, view.dataset)
+        files = [*ds_spec.gt, run_spec.predictions, *([run_spec.crops] if run_spec.crops else [])]
+        if ds_spec.calib is not None or not all(Path(f).is_file() for f in files):
+            return None
+        try:
+            digests = [(str(Path(f).resolve()), file_digest(f)) for f in files]
+        except OSError:
+            return None
+        return {"view": repr(_score_key(view)), "dataset": repr(ds_spec), "run": repr(run_spec), "files": digests}
 
     def per_category_runs(self, view: View, runs: Sequence[str]) -> pd.DataFrame:
         """Per-category AP3D of several runs on ``view.dataset``, long format (run first)."""

@@ -41,7 +41,7 @@ import pandas as pd
 
 from ov3d_core.analysis import DEFAULT_TEMPLATES, Analysis, RemapSpec, View
 from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY, STATUS_IOU
-from ov3d_core.tables import to_latex, to_markdown
+from ov3d_core.tables import json_scalar, to_latex, to_markdown
 
 __all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "BOX_TABLES", "CI_TABLES",
            "PAIRED_TABLES", "MINING_TABLES", "ci_tables", "paired_tables", "mining_tables", "json_records",
@@ -775,15 +775,11 @@ class Report:
 
 
 def _num(v):
-    if v is None or v is pd.NA:
-        return None
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) else float(v)
-    return v
+    try:
+        v = json_scalar(v)
+    except TypeError:  # other cell types go through as they are
+        return v
+    return None if isinstance(v, float) and math.isnan(v) else v
 
 
 def json_records(df: pd.DataFrame) -> list[dict]:

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-__all__ = ["to_markdown", "to_latex", "to_csv", "tex_escape", "header_words", "FRACTION_COLUMNS"]
+__all__ = ["to_markdown", "to_latex", "to_csv", "tex_escape", "header_words", "json_scalar", "FRACTION_COLUMNS"]
 
 #: Column names holding fractions (0-1) rather than percent.
 FRACTION_COLUMNS = re.compile(r"recall|share|ratio|fraction|diag|geometric|robustness|accuracy|delta_rel|PCR|PLC|"
@@ -23,6 +23,22 @@ _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 _WORDS = {"n": "#", "gt": "GT", "ap": "AP", "iou": "IoU", "map": "mAP", "map3d": "mAP3D", "ods": "ODS",
           "cv": "CV", "id": "id", "pcr": "PCR", "plc": "PLC"}
+
+
+def json_scalar(v):
+    """A table cell as a JSON value: numpy scalars as Python numbers, None / pd.NA as None, NaN kept as a float
+    (callers that write strict JSON turn it into None). TypeError for anything else but a string."""
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    if isinstance(v, str):
+        return v
+    raise TypeError(f"not a plain value: {type(v).__name__}")
 
 
 def tex_escape(text) -> str:
