@@ -6,7 +6,9 @@ image or per pair; the kernels walk flat arrays in a precomputed order.
 - :func:`stable_bucket` / :func:`bucket_rows` / :func:`pairs_by_pred`: O(n) stable counting sorts (CSR layouts).
 - :func:`argsort_desc_stable`: O(n) stable descending sort of float scores (LSD radix), Omni3D's mergesort order.
 - :func:`truncate_per_group`: COCO's per-(image, category) ``maxDets`` truncation after the score sort.
-- :func:`coco_greedy_match`: Omni3D / COCO ``evaluateImg`` greedy matching for all IoU thresholds and ranges.
+- :func:`candidate_csr`: the pairs that can match, as a CSR by accumulation position.
+- :func:`coco_greedy_match`: Omni3D / COCO ``evaluateImg`` greedy matching for all IoU thresholds and ranges (with
+  :func:`ignore_records`, the per-detection records).
 - :func:`accumulate_precision`: COCO accumulation (cumulative TP/FP, envelope, recall-threshold sampling).
 - :func:`greedy_one_to_one`: confidence-ordered best-IoU one-to-one matching (class-agnostic recall).
 - :func:`accumulate_weighted` / :func:`accumulate_resamples`: the same accumulation with integer image weights
@@ -20,9 +22,10 @@ from numba import njit, prange
 
 from ov3d_core.eval.threads import even_spans, run_spans, weighted_spans
 
-__all__ = ["stable_bucket", "bucket_rows", "unmatched_outcome", "candidate_csr", "argsort_desc_stable", "radix_order", "descending_keys", "pairs_by_pred",
-           "truncate_per_group", "coco_greedy_match", "ignore_records", "accumulate_precision", "greedy_one_to_one",
-           "accumulate_weighted", "accumulate_resamples", "STATE_FP", "STATE_TP", "STATE_IGNORED"]
+__all__ = ["stable_bucket", "bucket_rows", "unmatched_outcome", "candidate_csr", "argsort_desc_stable", "radix_order",
+           "descending_keys", "pairs_by_pred", "truncate_per_group", "coco_greedy_match", "ignore_records",
+           "accumulate_precision", "greedy_one_to_one", "accumulate_weighted", "accumulate_resamples", "STATE_FP",
+           "STATE_TP", "STATE_IGNORED"]
 
 #: Per (detection, range, threshold) outcome codes written by :func:`coco_greedy_match`.
 STATE_FP, STATE_TP, STATE_IGNORED = 0, 1, 2
