@@ -220,6 +220,7 @@ class Analysis:
         self.benchmark = benchmark
         self._memo = _Memo(memo_items)
         self._scores = ScoreCache(Path(benchmark.config.cache_dir) / "scores")
+        self._hashed = threading.Event()
         self.embedding_dir = Path(embedding_dir) if embedding_dir else Path(benchmark.config.cache_dir) / "embeddings"
         self.encoder_options = dict(encoder_options or {})
 
@@ -446,6 +447,7 @@ class Analysis:
         None when one is not a regular file (a KITTI folder, a missing file: computing then says what is wrong)."""
         from ov3d_core.io.loadcache import file_digest
 
+        self._hash_inputs()
         ds_spec = self.benchmark.dataset_spec(view.dataset)
         run_spec = self.benchmark.run_spec(view.run, view.dataset)
         files = [*ds_spec.gt, run_spec.predictions, *([run_spec.crops] if run_spec.crops else [])]
@@ -456,6 +458,33 @@ class Analysis:
         except OSError:
             return None
         return {"view": repr(_score_key(view)), "dataset": repr(ds_spec), "run": repr(run_spec), "files": digests}
+
+    def _hash_inputs(self) -> None:
+        """Digest the GT and prediction files of the whole config once, on threads: a leaderboard needs them all,
+        and one file after another leaves a core idle (0.36 s per 1.9 GB file alone, 0.21 s two at a time). The
+        digests are memoised per process (``file_digest``); a file that cannot be read is left to the view that
+        needs it, which then says so."""
+        if self._hashed.is_set():
+            return
+        self._hashed.set()
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ov3d_core.eval.threads import kernel_threads
+        from ov3d_core.io.loadcache import file_digest
+
+        cfg = self.benchmark.config
+        files = [*(f for spec in cfg.datasets.values() for f in spec.gt), *(r.predictions for r in cfg.runs.values())]
+        files = [f for f in dict.fromkeys(Path(f) for f in files) if f.is_file()]
+
+        def digest(f: Path) -> None:
+            try:
+                file_digest(f)
+            except OSError:
+                pass
+
+        if len(files) > 1:
+            with ThreadPoolExecutor(min(kernel_threads(), len(files)), thread_name_prefix="ov3d-hash") as pool:
+                list(pool.map(digest, files))
 
     def per_category_runs(self, view: View, runs: Sequence[str]) -> pd.DataFrame:
         """Per-category AP3D of several runs on ``view.dataset``, long format (run first)."""

@@ -151,3 +151,23 @@ def test_frames_outside_the_plain_types_are_refused():
         encode_frame(pd.DataFrame({"x": [1.0]}, index=[5]))
     with pytest.raises(ValueError):
         decode_frame({"columns": ["x"], "dtypes": ["datetime64[ns]"], "data": [[0]]})
+
+
+def test_the_first_cached_result_hashes_every_input_at_once(cfg, monkeypatch):
+    # the digests of all GT and prediction files are taken together (on threads), not one view at a time
+    from ov3d_core.io import loadcache
+
+    seen = []
+    real = loadcache.file_digest
+
+    def spy(path, **kw):
+        seen.append(str(path))
+        return real(path, **kw)
+
+    monkeypatch.setattr(loadcache, "file_digest", spy)
+    a = Analysis.from_yaml(cfg)
+    d, r = _pairs(a)[0]
+    a.leaderboard_row(a.view(dataset=d, run=r))
+    cfg_ = a.benchmark.config
+    wanted = {str(f) for s in cfg_.datasets.values() for f in s.gt} | {str(s.predictions) for s in cfg_.runs.values()}
+    assert len(wanted) == 6 and wanted <= set(seen)
