@@ -116,6 +116,8 @@ LEVEL = float(s3.select_slider("Interval level", LEVELS, value=0.95, key="ci_lev
 
 with ui.guard("The leaderboard"):
     st.subheader("Leaderboard")
+    with st.spinner("Reading the input files (their content keys the saved scores)"):  # seconds for GBs, once
+        A.digest_inputs()
     everywhere = st.toggle("All datasets", key="lb_all", help="Score every run on every dataset of the benchmark "
                            "(otherwise only the active dataset).")
     focus = ui.get("focus_run") if ui.get("focus_run") in ctx.all_runs else (ctx.runs[0] if ctx.runs else None)

@@ -447,7 +447,7 @@ class Analysis:
         None when one is not a regular file (a KITTI folder, a missing file: computing then says what is wrong)."""
         from ov3d_core.io.loadcache import file_digest
 
-        self._hash_inputs()
+        self.digest_inputs()
         ds_spec = self.benchmark.dataset_spec(view.dataset)
         run_spec = self.benchmark.run_spec(view.run, view.dataset)
         files = [*ds_spec.gt, run_spec.predictions, *([run_spec.crops] if run_spec.crops else [])]
@@ -459,9 +459,10 @@ class Analysis:
             return None
         return {"view": repr(_score_key(view)), "dataset": repr(ds_spec), "run": repr(run_spec), "files": digests}
 
-    def _hash_inputs(self) -> None:
-        """Digest the GT and prediction files of the whole config once, on threads: a leaderboard needs them all,
-        and one file after another leaves a core idle (0.36 s per 1.9 GB file alone, 0.21 s two at a time). The
+    def digest_inputs(self) -> None:
+        """Digest the GT and prediction files of the whole config once, on threads (the key of the score cache; the
+        first cached lookup does it, a page may call it first under a progress message). A leaderboard needs them
+        all, and one file after another leaves a core idle (0.36 s per 1.9 GB file alone, 0.21 s two at a time). The
         digests are memoised per process (``file_digest``); a file that cannot be read is left to the view that
         needs it, which then says so."""
         if self._hashed.is_set():
