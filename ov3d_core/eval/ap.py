@@ -268,6 +268,7 @@ class _Checked:
     pair_iou2d: np.ndarray | None
     det_prox: np.ndarray
     rank: np.ndarray | None
+    pairs_by_gt: bool  # pair_gt non-decreasing (as Pairs tables are)
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,20 +276,22 @@ class _ImageIndex:
     gi: np.ndarray
     pi: np.ndarray
     n_img: int
+    pairs_by_gt: bool
 
 
 _IMAGE_INDEX = ContentMemo(4)
 
 
 def _image_index(gt_image, pred_image, p_gt, p_pred) -> _ImageIndex:
-    """Dense image indices of GT and predictions, once the pairs are checked to join rows of one image."""
+    """Dense image indices of GT and predictions, once the pairs are checked to join rows of one image, and whether
+    the pairs come sorted by GT row."""
     n_gt, n_pred, n_pairs = len(gt_image), len(pred_image), len(p_gt)
     if n_pairs and (p_gt.min() < 0 or p_gt.max() >= n_gt or p_pred.min() < 0 or p_pred.max() >= n_pred):
         raise ValueError(f"evaluate_ap: expected pair indices within {n_gt} GT x {n_pred} predictions")
     gi, pi, n_img = dense_image_keys(gt_image, pred_image)
     if n_pairs and np.any(gi[p_gt] != pi[p_pred]):
         raise ValueError("evaluate_ap: expected every pair to join a GT and a prediction of the same image")
-    return _ImageIndex(gi, pi, n_img)
+    return _ImageIndex(gi, pi, n_img, bool(n_pairs < 2 or (p_gt[1:] >= p_gt[:-1]).all()))
 
 
 def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label, pred_score, pred_range_value,
@@ -321,7 +324,7 @@ def _check(gt_image, gt_label, gt_ignore, gt_range_value, pred_image, pred_label
                     pred_score=score, pred_value=_as("pred_range_value", pred_range_value, np.float64, n_pred),
                     pair_gt=p_gt, pair_pred=p_pred, pair_iou=_as("pair_iou", pair_iou, np.float64, n_pairs),
                     pair_iou2d=pair_iou2d if det_prox.any() else None, det_prox=det_prox,
-                    rank=_pred_rank(pred_order, n_pred))
+                    rank=_pred_rank(pred_order, n_pred), pairs_by_gt=idx.pairs_by_gt)
 
 
 def _order(c: _Checked, K: int, max_dets: int):
@@ -380,7 +383,7 @@ def _candidates(c: _Checked, acc_order, params: APParams):
     acc_pos = np.full(len(c.pred_label), -1, np.int64)
     acc_pos[acc_order] = np.arange(len(acc_order))
     pg, pp, iou, iou2d = c.pair_gt, c.pair_pred, c.pair_iou, c.pair_iou2d
-    if len(pg) > 1 and not (pg[1:] >= pg[:-1]).all():  # pairs given in another order: by GT row first (stable)
+    if not c.pairs_by_gt:  # pairs given in another order: by GT row first (stable)
         perm, _ = stable_bucket(np.arange(len(pg)), pg, max(len(c.gt_label), 1))
         pg, pp, iou = pg[perm], pp[perm], iou[perm]
         iou2d = None if iou2d is None else iou2d[perm]

@@ -65,12 +65,11 @@ def bucket_rows(order: np.ndarray, keys: np.ndarray, n_keys: int, carry: np.ndar
     ks = np.empty(len(order), np.int64)
     row = {s: t for t, s in enumerate(spans)}
     run_spans(lambda i0, i1: _bucket_count(order, keys, i0, i1, ks, counts[row[i0, i1]]), spans)
-    indptr = np.zeros(n_keys + 1, np.int64)
-    np.cumsum(counts.sum(axis=0), out=indptr[1:])
-    starts = indptr[:-1] + np.cumsum(counts, axis=0) - counts
+    indptr = np.empty(n_keys + 1, np.int64)
+    _span_starts(counts, indptr)  # counts[t] become span t's first slots
     out = np.empty(int(indptr[-1]), np.int64)
     carried = np.empty(len(out) if carry is not None else 0, np.float64)
-    run_spans(lambda i0, i1: _bucket_fill(order, ks, values, i0, i1, starts[row[i0, i1]], out, carried), spans)
+    run_spans(lambda i0, i1: _bucket_fill(order, ks, values, i0, i1, counts[row[i0, i1]], out, carried), spans)
     return (out, indptr) if carry is None else (out, indptr, carried)
 
 
