@@ -100,7 +100,7 @@ def write(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict, *,
     with _pending_lock:
         if _writer is None:
             _writer = ThreadPoolExecutor(1, thread_name_prefix="ov3d-cache-writer")
-        fut = _writer.submit(_write_file, path, head, dict(arrays))
+        fut = _writer.submit(_write_logged, path, head, dict(arrays))
         _pending[str(path)] = fut
     fut.add_done_callback(lambda f, p=path: _finished(p, f))
 
@@ -122,13 +122,20 @@ _pending: dict[str, Future] = {}
 _pending_lock = threading.Lock()
 
 
+def _write_logged(path: Path, head: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+    """The background job: a failure is logged inside the job, before its future completes, so that ``wait``
+    returns only after the warning is out (a done-callback could log after ``wait`` returned)."""
+    try:
+        _write_file(path, head, arrays)
+    except Exception as exc:
+        log.warning("could not write cache file %s (%s: %s); continuing without it", path, type(exc).__name__, exc)
+        raise
+
+
 def _finished(path: Path, fut: Future) -> None:
     with _pending_lock:
         if _pending.get(str(path)) is fut:
             del _pending[str(path)]
-    exc = fut.exception()
-    if exc is not None:
-        log.warning("could not write cache file %s (%s: %s); continuing without it", path, type(exc).__name__, exc)
 
 
 class _Defer(threading.local):
@@ -159,7 +166,7 @@ def wait(path: str | os.PathLike | None = None) -> None:
         if fut is not None:
             try:
                 fut.result()
-            except Exception:  # noqa: BLE001 - logged by _finished
+            except Exception:  # noqa: BLE001 - logged by the job (_write_logged)
                 pass
 
 
