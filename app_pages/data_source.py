@@ -82,6 +82,9 @@ with upload:
                              key="up_pred")
     images = st.file_uploader("Images (optional): the folder the GT's file_path values are relative to",
                               type=["jpg", "jpeg", "png"], accept_multiple_files="directory", key="up_img")
+    # what this script run received (an upload is in the server's hands once it is counted here)
+    st.caption(f"Received: {len(gt or [])} GT file(s) · {len(preds or [])} prediction file(s) · "
+               f"{len(images or [])} image(s)")
     name = st.text_input("Benchmark name", placeholder="my benchmark", key="up_name")
     st.caption("Uploaded files are stored in a new folder of the app's cache on the server; nothing is "
                "overwritten, and the same files uploaded again reuse that folder.")

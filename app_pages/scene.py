@@ -11,6 +11,7 @@ import numpy as np
 import streamlit as st
 
 from ov3d_app import cache, drawing, selection, ui
+from ov3d_app.gl_scene import gl_scene
 from ov3d_app.drawing import MISSING
 from ov3d_app import state as S
 from ov3d_app import tags as T
@@ -51,20 +52,23 @@ def _on_row(key: str, table, kind: str):
 @st.fragment
 def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
     st.toggle("3D view (point cloud, boxes, camera frustum)", **ui.bind("show_3d"))
-    drawn = st.session_state.get("_scene3d_drawn")  # (dataset, image) whose 3D view the browser holds
-    if not ui.get("show_3d"):
-        if drawn != (ctx.dataset, image_id):
-            return
-        # toggled off on the same image: keep the WebGL scene in the page, hidden, so that toggling it back on is
-        # instant (a browser without a GPU takes seconds to build a new WebGL scene)
-        st.markdown("<style>.st-key-scene3d_box {display: none}</style>", unsafe_allow_html=True)
-    st.session_state["_scene3d_drawn"] = (ctx.dataset, image_id)
-    with st.container(key="scene3d_box"):
-        _scene_3d(ctx, image_id, meta, rows, vocabulary, shown)
+    hidden = not ui.get("show_3d")
+    # The scene is one element that stays in the page (``gl_scene``): a new image, budget or highlight redraws the
+    # WebGL scene the browser built; off hides it, on again with the same figure only shows it. Its controls come
+    # in a container before it, so the scene's place in the page never moves (a moved element is a new one).
+    controls = st.container(key="scene3d_controls")
+    fig_json = rev = None
+    if not hidden:
+        with controls:
+            fig_json, rev = _scene_3d(ctx, image_id, meta, rows, vocabulary, shown)
+    # one WebGL pixel per CSS pixel: a software-rendered browser (no GPU) draws the scene several times faster
+    gl_scene(fig_json, rev, key="scene3d_gl", hidden=hidden, config={"plotGlPixelRatio": 1},
+             standin=drawing.scene3d_standin() if hidden else None)
 
 
-def _scene_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
-    c1, c2 = st.columns([2, 2])
+def _scene_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]) -> tuple[str | None, str | None]:
+    """The 3D view's controls and caption; returns its figure (plotly JSON) and the figure's digest."""
+    c1, c2, c3 = st.columns([4, 4, 1], vertical_alignment="bottom")
     run_opts = shown or [""]
     run3d = c1.selectbox("Run shown in 3D", run_opts, key="run3d", format_func=lambda r: r or "GT only")
     budget = c2.select_slider("Points", BUDGETS, value=BUDGETS[0], key="pts3d",
@@ -80,10 +84,14 @@ def _scene_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]
             vox = f"voxel {pc.voxel * 100:.1f} cm" if pc.voxel > 0 else "not downsampled"
             st.caption(f"{len(pc.points):,} of {pc.n_full:,} points from the {pc.source} ({vox}). Camera presets: "
                        "the buttons in the figure; drag to orbit.")
-        fig = drawing.scene3d_figure(ctx.cfg_key, ctx.dataset, image_id, sub, pc, meta, color_by=ui.get("color_by"),
-                                     vocabulary=vocabulary, highlight=ui.get("highlight"), budget=budget)
-        # one WebGL pixel per CSS pixel: a software-rendered browser (no GPU) draws the scene several times faster
-        ui.plot(fig, "scene3d_fig", export_name=f"scene3d_{ctx.dataset}_{image_id}", config={"plotGlPixelRatio": 1})
+        args = (ctx.cfg_key, ctx.dataset, image_id, sub, pc, meta)
+        opts = dict(color_by=ui.get("color_by"), vocabulary=vocabulary, highlight=ui.get("highlight"), budget=budget)
+        fig_json, rev = drawing.scene3d_json(*args, **opts, presenting=bool(ui.get("presentation")))
+        with c3:
+            ui.export_figure(lambda: drawing.scene3d_figure(*args, **opts), f"scene3d_{ctx.dataset}_{image_id}",
+                             "scene3d_fig")
+        return fig_json, rev
+    return None, None
 
 
 with ui.guard("The scene inspector"):

@@ -334,8 +334,10 @@ PLOT_3D = ".js-plotly-plot:has(canvas)"  # the WebGL scene (2D charts have no ca
 _FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 
-_VISIBLE_3D = ("(s) => [...document.querySelectorAll(s)].filter(g => g.offsetParent !== null && g._fullLayout && "
-               "g._fullLayout.scene && g._fullLayout.scene._scene).length")
+#: Drawn and visible WebGL scenes (the page's scene is shown once it holds its figure; hidden, it keeps its size
+#: inside a collapsed, invisible wrapper).
+_VISIBLE_3D = ("(s) => [...document.querySelectorAll(s)].filter(g => g.checkVisibility({visibilityProperty: true}) "
+               "&& g._fullLayout && g._fullLayout.scene && g._fullLayout.scene._scene).length")
 
 
 def toggle_3d(page, toggle) -> float:
@@ -356,13 +358,13 @@ def toggle_3d(page, toggle) -> float:
 
 def camera_preset(page, click) -> float:
     """Seconds from ``click()`` (a camera control) until the scene is redrawn with another camera eye."""
-    eye = ("(s) => JSON.stringify([...document.querySelectorAll(s)].find(g => g.offsetParent !== null)"
+    eye = ("(s) => JSON.stringify([...document.querySelectorAll(s)].find(g => g.checkVisibility())"
            "._fullLayout.scene._scene.getCamera().eye)")
     before = page.evaluate(eye, PLOT_3D)
     t0 = time.perf_counter()
     click()
-    page.wait_for_function("([s, c]) => { const g = [...document.querySelectorAll(s)].find(g => g.offsetParent "
-                           "!== null); return g && g._fullLayout.scene && "
+    page.wait_for_function("([s, c]) => { const g = [...document.querySelectorAll(s)].find(g => "
+                           "g.checkVisibility()); return g && g._fullLayout.scene && "
                            "g._fullLayout.scene._scene && JSON.stringify(g._fullLayout.scene._scene.getCamera().eye)"
                            " !== c; }", arg=[PLOT_3D, before])
     page.evaluate(_FRAMES)
@@ -371,11 +373,30 @@ def camera_preset(page, click) -> float:
     return round(took, 3)
 
 
+_SCENE_RANGE = ("(s) => { const g = [...document.querySelectorAll(s)].find(g => g.checkVisibility() && g._fullLayout "
+                "&& g._fullLayout.scene); return g ? JSON.stringify(g._fullLayout.scene.xaxis.range) : null; }")
+
+
+def next_image_3d(page) -> float:
+    """Seconds from a click on "Next" with the 3D view on until a visible scene shows the next image (another scene
+    extent) and its frame is drawn."""
+    before = page.evaluate(_SCENE_RANGE, PLOT_3D)
+    t0 = time.perf_counter()
+    page.locator('[data-testid="stMainBlockContainer"] button', has_text="Next").first.click()
+    page.wait_for_function(f"([s, b]) => {{ const r = ({_SCENE_RANGE})(s); return r !== null && r !== b; }}",
+                           arg=[PLOT_3D, before])
+    page.evaluate(_FRAMES)
+    took = time.perf_counter() - t0
+    wait_idle(page)
+    return round(took, 3)
+
+
 def bench_browser_3d(page, base: str, repeats: int = 3, buttons: bool = True) -> dict:
     """The scene inspector's 3D view in the browser: seconds from the toggle click until the WebGL scene is drawn
-    (first time on an image, then again on cached data), and from a camera-preset click until the scene is redrawn
-    (``buttons``: the in-figure relayout buttons; else the older Python radio "Camera")."""
-    out: dict = {"toggle_on_first_s": [], "toggle_on_cached_s": [], "camera_preset_s": []}
+    (first time on an image, then again on cached data), from a camera-preset click until the scene is redrawn
+    (``buttons``: the in-figure relayout buttons; else the older Python radio "Camera"), and from "Next" with the
+    view on until the next image's scene is drawn."""
+    out: dict = {"toggle_on_first_s": [], "toggle_on_cached_s": [], "camera_preset_s": [], "next_image_3d_on_s": []}
     page.goto(f"{base}/scene?ds=demo_indoor")
     wait_page(page, time.perf_counter(), TITLES["scene"])
     toggle = page.locator('[data-testid="stCheckbox"]', has_text="3D view").first
@@ -392,6 +413,7 @@ def bench_browser_3d(page, base: str, repeats: int = 3, buttons: bool = True) ->
             else:
                 btn = page.locator('[data-testid="stRadio"] label', has_text=preset).first
             out["camera_preset_s"].append(camera_preset(page, btn.click))
+        out["next_image_3d_on_s"].append(next_image_3d(page))
         toggle_3d(page, toggle)
     out["median_s"] = {k: round(statistics.median(v), 3) for k, v in list(out.items())}
     return out

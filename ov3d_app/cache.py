@@ -230,7 +230,8 @@ _warm_started: set[str] = set()
 
 def warm_in_background(cfg_key: str) -> None:
     """Once per config and process: load every dataset, run and pair cache in a daemon thread, so that switching
-    dataset or page later does not wait for file parsing. Called after the first page has rendered."""
+    dataset or page later does not wait for file parsing. Called after the first page has rendered. Within the run
+    memory budget (``Benchmark.warm``) the runs it loads are let go before the runs the pages use."""
     with _warm_lock:
         if cfg_key in _warm_started:
             return
@@ -243,7 +244,7 @@ def warm_in_background(cfg_key: str) -> None:
         for ds in b.dataset_names:
             for run in b.run_names(ds):
                 try:
-                    b.pairs(run, ds)
+                    b.warm(run, ds)  # within the run memory budget, the pages' runs stay loaded
                 except Exception:  # noqa: BLE001 - a broken file is reported when a page asks for it
                     logging.getLogger(__name__).debug("warm-up of %s on %s failed", run, ds, exc_info=True)
 

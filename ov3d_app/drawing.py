@@ -4,6 +4,8 @@ and the memoised figures built from them (the 3D view, grid thumbnails)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -83,8 +85,12 @@ def _scene3d_spec(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame,
     layers = image_layers(cfg_key, dataset, rows, color_by=color_by, vocabulary=vocabulary, highlight=highlight)
     pts = None if _points is None else _points.points
     cols = None if _points is None else _points.colors
-    return scene_figure(pts, layers, K=meta["K"], width=meta["width"], height=meta["height"], colors=cols,
-                        budget=budget, fig_height=600).to_dict()
+    fig = scene_figure(pts, layers, K=meta["K"], width=meta["width"], height=meta["height"], colors=cols,
+                       budget=budget, fig_height=600)
+    # the browser keeps a camera the user moved while this image is shown (budget, highlight, run); a new image opens
+    # on its own framing
+    fig.update_layout(uirevision=f"{dataset}:{image_id}")
+    return fig.to_dict()
 
 
 def scene3d_figure(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, points, meta: dict, *,
@@ -97,6 +103,37 @@ def scene3d_figure(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame
 
     return from_dict(_scene3d_spec(cfg_key, dataset, image_id, rows, points, meta, color_by=color_by,
                                    vocabulary=vocabulary, highlight=highlight, budget=budget))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def scene3d_json(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, _points, meta: dict, *,
+                 color_by: str, vocabulary: list[str], highlight: str | None, budget: int,
+                 presenting: bool = False) -> tuple[str, str]:
+    """The 3D view's figure as plotly JSON for the page's WebGL scene (``ov3d_app.gl_scene``) and its digest (the
+    browser redraws only when it changes), shown as ``ui.plot`` shows figures: enlarged when ``presenting``
+    (``ui.presented``), names that could carry markup inert (``ui.inert_figure``)."""
+    import xxhash
+
+    from ov3d_app.ui import inert_figure, presented
+
+    fig = scene3d_figure(cfg_key, dataset, image_id, rows, _points, meta, color_by=color_by, vocabulary=vocabulary,
+                         highlight=highlight, budget=budget)
+    text = inert_figure(presented(fig, presenting, fresh=True)).to_json()  # fresh: a new figure from the memo
+    return text, xxhash.xxh3_64_hexdigest(text.encode())
+
+
+@functools.lru_cache(maxsize=1)
+def scene3d_standin() -> str:
+    """Plotly JSON of a 3D view with a frustum and one labelled box, no points: what a hidden scene draws once before
+    its first figure, so that the figure's draw finds the shaders compiled and the axis text laid out."""
+    from ov3d_core.geometry.boxes import corners_from_pose, rotation_y
+    from ov3d_core.viz.scene3d import scene_figure
+
+    corners = corners_from_pose(np.array([[0.0, 0.5, 4.0]]), np.ones((1, 3)), rotation_y(np.array([0.3])))
+    layer = BoxLayer(name="box", corners=corners, color="#1f77b4", labels=["box"])
+    fig = scene_figure(np.zeros((2, 3)), [layer], K=np.array([[500.0, 0, 320], [0, 500, 240], [0, 0, 1]]), width=640,
+                       height=480, fig_height=600)
+    return fig.to_json()
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)

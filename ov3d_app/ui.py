@@ -265,13 +265,18 @@ def page_header(title: str, intro: str) -> None:
 def export_figure(fig, name: str, key: str, *, static_fig=None) -> None:
     """PNG / SVG (kaleido, generated on click) and HTML download buttons for a figure.
 
-    ``static_fig`` replaces ``fig`` for the export (e.g. the static heatmap of a clickable matrix)."""
+    ``fig`` may be a function that builds the figure (called on click only); ``static_fig`` replaces ``fig`` for the
+    export (e.g. the static heatmap of a clickable matrix)."""
     from ov3d_core.viz.export import MIME, figure_bytes
 
     target = static_fig if static_fig is not None else fig
+
+    def export(fmt: str) -> bytes:
+        return figure_bytes(target() if callable(target) else target, fmt)
+
     with st.popover("Export", icon=":material/download:"):
         for fmt in ("png", "svg", "html"):
-            st.download_button(fmt.upper(), data=_deferred(figure_bytes, target, fmt), file_name=f"{name}.{fmt}",
+            st.download_button(fmt.upper(), data=_deferred(export, fmt), file_name=f"{name}.{fmt}",
                                mime=MIME[fmt], key=f"dl:{key}:{fmt}", on_click="ignore")
 
 
@@ -381,17 +386,24 @@ def plot(fig, key: str, *, on_select: Callable | None = None, export_name: str |
     shared by every session, ``cache.shared``)."""
     kw: dict = {"theme": None, "key": key, "width": width,
                 "config": {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d"], **(config or {})}}
-    if get("presentation"):
-        import plotly.graph_objects as go
-
-        from ov3d_core.viz.style import presentation
-
-        fig = presentation(go.Figure(fig))  # charts as well as text, on a copy: the figure may be shared
+    fig = presented(fig, bool(get("presentation")))
     if on_select is not None:
         kw.update(on_select=on_select, selection_mode=selection_mode)
     st.plotly_chart(inert_figure(fig), **kw)
     if export_name:
         export_figure(fig, export_name, key, static_fig=static_fig)
+
+
+def presented(fig, presenting: bool, *, fresh: bool = False):
+    """``fig`` enlarged for a talk when ``presenting`` (charts as well as text), on a copy since the figure may be
+    shared, unless ``fresh`` says it was just built for this call; else ``fig`` itself."""
+    if not presenting:
+        return fig
+    import plotly.graph_objects as go
+
+    from ov3d_core.viz.style import presentation
+
+    return presentation(fig if fresh else go.Figure(fig))
 
 
 def fmt_table(df, percent: tuple[str, ...] = (), fraction: tuple[str, ...] = ()) -> dict:

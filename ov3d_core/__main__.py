@@ -1,3 +1,3 @@
-from ov3d_core.cli import main
+from ov3d_core.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -6,7 +6,9 @@ Scoring and every analysis go through ``ov3d_core.analysis.Analysis``, which wra
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -16,14 +18,46 @@ from ov3d_core.errors import InputError
 from ov3d_core.model import Dataset, Run
 
 
+#: Megabytes of loaded runs (their prediction arrays) a ``Benchmark`` keeps at most (``OV3D_RUN_MEMORY_MB``). Beyond
+#: it the least recently used run that the load cache can give back is let go; its next use reads it from that
+#: cache (memory-mapped, every digest checked). At 2M predictions a run is ~0.8 GB: a first Overview of 7 such runs
+#: held 7.4 GB.
+RUN_MEMORY_MB_DEFAULT = 3072
+
+
+def run_memory_budget() -> int:
+    """Bytes of loaded runs kept (``OV3D_RUN_MEMORY_MB``, default ``RUN_MEMORY_MB_DEFAULT``); a value that is not a
+    positive integer is an ``InputError`` naming the variable."""
+    raw = os.environ.get("OV3D_RUN_MEMORY_MB")
+    if raw is None:
+        return RUN_MEMORY_MB_DEFAULT << 20
+    try:
+        mb = int(raw)
+    except ValueError:
+        mb = 0
+    if mb <= 0:
+        raise InputError("environment", None, "OV3D_RUN_MEMORY_MB", "a positive whole number of megabytes", raw)
+    return mb << 20
+
+
+def run_nbytes(run: Run) -> int:
+    """Bytes of a run's per-prediction arrays (``BoxSet.nbytes``)."""
+    return run.pred.nbytes
+
+
 class Benchmark:
-    """Lazy, memoised access to the datasets, runs and pair geometry of a benchmark config. Thread-safe."""
+    """Lazy, memoised access to the datasets, runs and pair geometry of a benchmark config. Thread-safe.
+
+    Loaded runs are kept in recency order within ``run_memory_budget()``; a run read through the load cache may be let
+    go beyond it and is read back on its next use (runs given as objects and KITTI runs are always kept)."""
 
     def __init__(self, config: BenchmarkConfig):
         self.config = config
         self._lock = threading.RLock()
         self._datasets: dict[str, Dataset] = {}
-        self._runs: dict[tuple[str, str], Run] = {}
+        self._runs: OrderedDict[tuple[str, str], Run] = OrderedDict()
+        self._reloadable: set[tuple[str, str]] = set()  # runs the load cache can give back
+        self.runs_released = 0  # runs let go for the memory budget (for tests and benchmarks)
         self._pairs: dict[tuple[str, str], object] = {}
         self._crops: dict[tuple[str, str], object] = {}
         self._pair_cache = None
@@ -132,9 +166,28 @@ class Benchmark:
         with self._lock:
             key = (run, dataset)
             if key not in self._runs:
-                self._runs[key] = self._load_run(self.run_spec(run, dataset), self.dataset(dataset))
+                spec = self.run_spec(run, dataset)
+                self._runs[key] = self._load_run(spec, self.dataset(dataset))
+                if spec.format != "kitti" and self._load_cache_root([spec.predictions]) is not None:
+                    self._reloadable.add(key)
+                self._release_beyond_budget(keep=key)
                 _trim_heap()
+            self._runs.move_to_end(key)
             return self._runs[key]
+
+    def _release_beyond_budget(self, keep: tuple[str, str]) -> None:
+        """Let go of the least recently used reloadable runs (and their in-memory pairs) while the loaded runs exceed
+        the budget; ``keep`` (the run just asked for) always stays."""
+        budget = run_memory_budget()
+        sizes = {k: run_nbytes(r) for k, r in self._runs.items()}
+        total = sum(sizes.values())
+        for k in [k for k in self._runs if k != keep and k in self._reloadable]:
+            if total <= budget:
+                break
+            del self._runs[k]
+            self._pairs.pop(k, None)
+            total -= sizes[k]
+            self.runs_released += 1
 
     def _load_run(self, spec: RunSpec, ds: Dataset) -> Run:
         if spec.format == "kitti":
@@ -173,6 +226,17 @@ class Benchmark:
                 self._pairs[key] = self.pair_cache.get_or_compute(ds.gt, r.pred, progress=progress)
                 _trim_heap()
             return self._pairs[key]
+
+    def warm(self, run: str, dataset: str) -> None:
+        """``pairs(run, dataset)`` ahead of need, without counting as a use: the runs' order of recent use is kept,
+        and a run this call loads goes to the least recently used end. A background warm-up of many large runs then
+        lets go of its own loads first when the memory budget is reached, not of the runs the pages are using."""
+        with self._lock:
+            order = list(self._runs)
+            self.pairs(run, dataset)
+            for k in order:
+                if k in self._runs:
+                    self._runs.move_to_end(k)
 
     def crops(self, run: str, dataset: str):
         """The run's crop descriptors (demo) as a DataFrame aligned with prediction records, or None."""

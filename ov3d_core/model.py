@@ -63,6 +63,12 @@ class BoxSet:
     def __len__(self) -> int:
         return len(self.image_id)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the per-box arrays, ``data`` included (object columns count their pointers only)."""
+        return int(sum(getattr(self, name).nbytes for name in _ARRAY_SHAPES)
+                   + sum(np.asarray(a).nbytes for a in self.data.values()))
+
     def __getitem__(self, idx) -> "BoxSet":
         """Rows by boolean mask, index array or slice; returns a new BoxSet."""
         if isinstance(idx, (int, np.integer)):

@@ -412,6 +412,28 @@ def test_candidate_pairs_superset_of_overlaps():
         assert set(zip(*np.nonzero(same & (dist <= half_diag[:, None])))) <= got
 
 
+def test_bounding_spheres_are_bit_identical_to_the_numpy_expression():
+    """The compiled kernel replaced ``c.mean(axis=1)`` and ``sqrt(((c - centre) ** 2).sum(axis=2)).max(axis=1)``:
+    same bits on boxes of every scale, far from the origin, and NaN exactly where numpy gives NaN."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    c = rng.normal(size=(n, 8, 3)) * rng.uniform(1e-3, 1e4, (n, 1, 1)) + rng.normal(size=(n, 1, 3)) * 1e4
+    c[5, 3, 1] = np.nan
+    c[9, 7, 2] = np.inf
+    c[11] = -np.inf
+    c[13, 0, 0] = np.inf
+    c[13, 1, 0] = -np.inf
+    centre, radius = bounding_spheres(c)
+    with np.errstate(invalid="ignore"):
+        want_centre = c.mean(axis=1)
+        want_radius = np.sqrt(((c - want_centre[:, None, :]) ** 2).sum(axis=2)).max(axis=1)
+    np.testing.assert_array_equal(centre, want_centre)  # NaN == NaN here
+    np.testing.assert_array_equal(radius, want_radius)
+    assert np.isnan(radius[[5, 9, 11, 13]]).all() and np.isfinite(radius[:5]).all()
+    empty_c, empty_r = bounding_spheres(np.zeros((0, 8, 3)))
+    assert empty_c.shape == (0, 3) and empty_r.shape == (0,)
+
+
 def test_candidate_pairs_with_2d_boxes():
     img_a, img_b, a, b = _scene(11)
     rng = np.random.default_rng(0)

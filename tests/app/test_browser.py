@@ -145,6 +145,54 @@ def test_3d_view_camera_presets_relayout_in_the_browser(server, browser_page):
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
+#: Per WebGL scene in the page: [is it the one marked, is it visible] (a hidden scene keeps its size inside a
+#: collapsed, invisible wrapper).
+_SCENES = ("(s) => [...document.querySelectorAll(s)].map(g => [g.__ov3d_mark === 1, "
+           "g.checkVisibility({visibilityProperty: true})])")
+
+
+def test_3d_view_toggled_off_and_on_keeps_its_webgl_scene(server, browser_page):
+    """Turning the 3D view off and on again on one image shows the scene the browser already built (hidden while
+    off), not a new one: building a WebGL scene takes seconds in a browser without a GPU."""
+    page, _ = browser_page
+    open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
+    plot = ".js-plotly-plot:has(canvas)"
+    page.wait_for_function("(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
+                           "g._fullLayout.scene && g._fullLayout.scene._scene; }", arg=plot, timeout=120_000)
+    page.evaluate("(s) => { document.querySelector(s).__ov3d_mark = 1; }", plot)
+    toggle = page.locator('[data-testid="stCheckbox"]', has_text="3D view").first
+    # The click starts a script run a moment later, so wait for what it changes, then check which scene it is.
+    toggle.click()
+    page.wait_for_function(f"(s) => !({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
+    wait_idle(page)
+    assert page.evaluate(_SCENES, plot) == [[True, False]]  # the same scene, hidden
+    toggle.click()
+    page.wait_for_function(f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
+    wait_idle(page)
+    assert page.evaluate(_SCENES, plot) == [[True, True]]  # the same scene, shown again
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_next_image_with_the_3d_view_on_redraws_the_same_webgl_scene(server, browser_page):
+    """Stepping to the next image with the 3D view on draws the new image's figure in the scene the browser already
+    holds (one scene, marked before the step, now holding another figure), not in a new one."""
+    page, _ = browser_page
+    open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
+    plot = ".js-plotly-plot:has(canvas)"
+    page.wait_for_function(f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=120_000)
+    before = page.evaluate("(s) => { const g = document.querySelector(s); g.__ov3d_mark = 1; "
+                           "return [g.dataset.rev, g._fullLayout.uirevision]; }", plot)
+    page.locator('[data-testid="stMainBlockContainer"] button', has_text="Next").first.click()
+    page.wait_for_function("([s, r]) => { const g = document.querySelector(s); return g && g.dataset.rev !== r; }",
+                           arg=[plot, before[0]], timeout=60_000)
+    wait_idle(page)
+    after = page.evaluate("(s) => { const g = document.querySelector(s); return [g.dataset.rev, "
+                          "g._fullLayout.uirevision]; }", plot)
+    assert page.evaluate(_SCENES, plot) == [[True, True]]  # the same scene, shown
+    assert after[1] != before[1]  # with the next image's figure (its own camera revision)
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
 def test_scene_panels_have_one_size_in_the_browser(server, browser_page):
     page, _ = browser_page
     open_page(page, f"{server}/scene?ds=demo_indoor", "Scene inspector")

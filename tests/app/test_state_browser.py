@@ -68,13 +68,24 @@ def test_an_uploaded_benchmark_opens_with_its_images(app_url, page, mini_config,
         box = page.locator('[data-testid="stFileUploader"]').filter(has_text=label)
         return box.locator("input[type=file]").first
 
+    n_images = len(list(images.glob("*.jpg")))
+
+    def received(gt: int, pred: int, img: int):
+        # each upload reruns the page; the next upload starts once the page counts this one as received and that
+        # run has ended (a file given to an uploader that the running script is re-rendering can be lost, which a
+        # busy machine showed in CI twice: the uploader's own file list shows the name before the server has it)
+        page.get_by_text(f"Received: {gt} GT file(s) · {pred} prediction file(s) · {img} image(s)").wait_for()
+        wait_idle(page)
+
+    received(0, 0, 0)
     uploader("Ground truth").set_input_files(str(root / "MiniIndoor" / "gt.json"))
-    page.get_by_text("gt.json").first.wait_for()
+    received(1, 0, 0)
     uploader("Predictions").set_input_files(preds)
+    received(1, 2, 0)
     page.get_by_text("sloppy.json").first.wait_for()
     uploader("Images").set_input_files(str(images))  # a folder, as the browser's folder picker gives it
+    received(1, 2, n_images)
     page.get_by_text("my_images/100.jpg").first.wait_for()
-    wait_idle(page)
     page.get_by_role("button", name="Build the benchmark").click()
     page.get_by_role("button", name="Open this benchmark").wait_for()
     wait_idle(page)

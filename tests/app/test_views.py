@@ -27,8 +27,16 @@ def _arr(v) -> np.ndarray:
     return np.asarray([np.nan if x is None else x for x in v], np.float64)
 
 
+def _gl_data(at) -> dict:
+    """What the page sent its WebGL scene (``ov3d_app.gl_scene``) in the last run."""
+    (scene,) = at.get("bidi_component")
+    assert scene.proto.component_name == "ov3d.gl_scene"
+    return json.loads(scene.proto.json)
+
+
 def _scene3d(at) -> dict:
-    return next(s for s in _specs(at) if s["data"] and s["data"][0].get("type") == "scatter3d")
+    """The figure the page's WebGL scene draws."""
+    return json.loads(_gl_data(at)["figure"])
 
 
 def _points_caption(at) -> tuple[int, int]:
@@ -109,6 +117,48 @@ def test_every_camera_preset_frames_every_box_corner(tiny_demo, ds):
             xy = _ndc(corners, layout["scene"], b["args"][0]["scene.camera"], aspect=1.6)
             assert np.abs(xy).max() <= 1.0, (ds, b["label"], np.abs(xy).max())
         at.button[1].click().run()  # next image
+
+
+def test_the_3d_scene_is_one_element_for_every_image_and_toggle(tiny_demo):
+    """One WebGL scene element with one id whatever the image, the toggle or the point budget: the browser redraws
+    that scene instead of building a new one. Off: no figure is sent (the browser keeps and hides its scene), the
+    stand-in scene goes instead; each figure carries a digest of itself."""
+    at = app(SCENE, ds="demo_indoor")
+    assert not problems(at), problems(at)
+    first = at.get("bidi_component")[0].proto.id
+    off = _gl_data(at)
+    assert off["hidden"] and "figure" not in off and json.loads(off["standin"])["data"]
+    assert off["src"].endswith("/plotly.min.js")
+    at.toggle(key="w:show_3d").set_value(True).run()
+    on = _gl_data(at)
+    assert not on["hidden"] and "standin" not in on
+    fig = json.loads(on["figure"])
+    assert fig["data"][0]["type"] == "scatter3d"
+    assert fig["layout"]["uirevision"] == f"demo_indoor:{at.session_state['image_id']}"  # camera kept per image
+    revs = {on["rev"]}
+    at.select_slider(key="pts3d").set_value(60_000).run()
+    revs.add(_gl_data(at)["rev"])
+    at.button[1].click().run()  # next image, the 3D view on
+    assert not problems(at), problems(at)
+    revs.add(_gl_data(at)["rev"])
+    assert len(revs) == 3  # every figure its own digest
+    at.toggle(key="w:show_3d").set_value(False).run()
+    assert "figure" not in _gl_data(at)
+    assert {e.proto.id for e in at.get("bidi_component")} == {first}
+
+
+def test_the_3d_figure_digest_names_its_content(tiny_demo):
+    """The same image and settings give the same digest (toggling back on only shows the scene the browser holds)."""
+    at = app(SCENE, ds="demo_indoor")
+    at.toggle(key="w:show_3d").set_value(True).run()
+    a = _gl_data(at)
+    at.toggle(key="w:show_3d").set_value(False).run()
+    at.toggle(key="w:show_3d").set_value(True).run()
+    b = _gl_data(at)
+    assert a["rev"] == b["rev"] and a["figure"] == b["figure"]
+    import xxhash
+
+    assert a["rev"] == xxhash.xxh3_64_hexdigest(a["figure"].encode())
 
 
 # ------------------------------------------------------------------------------------------------ inspector
@@ -290,6 +340,21 @@ def test_presentation_mode_enlarges_the_charts(tiny_demo):
     f0 = [s["layout"].get("font", {}).get("size", 12) for s in _specs(plain)]  # plotly's default: 12
     f1 = [s["layout"]["font"]["size"] for s in _specs(big)]
     assert all(b > a for a, b in zip(f0, f1))
+
+
+def test_presentation_mode_enlarges_the_3d_scene_and_keeps_it_apart(tiny_demo):
+    """The WebGL scene's figure is enlarged like every chart, and the enlarged one has its own digest (the memoised
+    plain figure is not changed by it)."""
+    plain = app(SCENE, ds="demo_indoor")
+    plain.toggle(key="w:show_3d").set_value(True).run()
+    big = app(SCENE, ds="demo_indoor", present="1")
+    big.toggle(key="w:show_3d").set_value(True).run()
+    assert not problems(big), problems(big)
+    a, b = _gl_data(plain), _gl_data(big)
+    assert a["rev"] != b["rev"]
+    assert json.loads(b["figure"])["layout"]["height"] > json.loads(a["figure"])["layout"]["height"]
+    plain.run()
+    assert _gl_data(plain)["rev"] == a["rev"]
 
 
 def test_super_category_matrix_hides_categories_absent_from_the_dataset(tiny_demo):

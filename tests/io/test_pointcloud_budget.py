@@ -89,3 +89,31 @@ def test_scene_points_back_project_the_depth_map_at_full_resolution(tmp_path):
 
 def test_scene_points_without_files_is_none():
     assert scene_points(K) is None
+
+
+def test_voxel_counts_agree_on_int32_and_int64_keyed_grids():
+    """A grid of fewer than 2^31 cells is keyed in int32, a finer one in int64 (or by unique rows): every path
+    counts the distinct floor cells, as ``np.unique`` does on the integer cell indices."""
+    from ov3d_core.io.pointcloud import _voxel_keys
+
+    rng = np.random.default_rng(3)
+    near = rng.uniform(0, 10, (20_000, 3))
+    far = np.r_[near, [[1e4, 1e4, 1e4]]]  # one far point: a huge grid
+    seen = set()
+    for pts, voxel in ((near, 2.0), (near, 0.05), (far, 0.5), (far, 1e-7)):  # int32, int32, int64, unique rows
+        cells = np.floor((pts - pts.min(axis=0)) / voxel).astype(np.int64)
+        assert count_voxels(pts, voxel) == len(np.unique(cells, axis=0)), voxel
+        seen.add(_voxel_keys(pts, voxel).dtype.name)
+    assert seen == {"int32", "int64"}
+
+
+def test_depth_to_points_with_a_skewed_k_matches_the_solved_rays():
+    from ov3d_core.io.pointcloud import depth_to_points
+
+    rng = np.random.default_rng(4)
+    depth = rng.uniform(0.5, 30.0, size=(40, 50))
+    Ks = np.array([[612.3, 1.7, 251.2], [0, 598.1, 199.4], [0, 0, 1.0]])
+    pts = depth_to_points(depth, Ks)
+    v, u = np.nonzero(depth > 0)
+    rays = np.linalg.solve(Ks, np.stack([u, v, np.ones_like(u)]).astype(np.float64)).T
+    np.testing.assert_allclose(pts, rays * (depth[v, u] / rays[:, 2])[:, None], rtol=1e-13, atol=1e-13)
