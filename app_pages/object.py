@@ -26,7 +26,7 @@ PER_ROW = 6
 #: Streamlit's named colours nearest to ``viz.image_overlay.STATUS_COLORS`` (the crops' box colours).
 STATUS_MD_COLOR = {"TP": "green", "FP": "red", "mislabelled": "violet", "ignored": "gray", "not evaluated": "gray"}
 #: Points of the 3D view (the scene inspector's default budget).
-BUDGET_3D = 20_000
+BUDGET_3D = drawing.POINT_BUDGETS[0]
 
 
 def _open_scene(image_id: int, highlight: str, run: str | None):

@@ -26,13 +26,22 @@ PANEL_PX = {1: 1150, 2: 570, 3: 375}
 #: Float columns of the per-box tables shown with three decimals.
 PRED_FRACTIONS = ("score", "depth", "volume", "iou3d", "iou2d", "center_dist", "depth_err", "size_err")
 GT_FRACTIONS = ("truncation", "visibility", "depth", "volume", "height2d", "matched_score", "iou3d")
-#: Point budgets of the 3D view (the last: every depth pixel of the demo's 640 x 480 maps); the first is the default,
-#: which a browser without a GPU (software WebGL) still redraws in about a second.
-BUDGETS = (20_000, 60_000, 150_000, 310_000)
+BUDGETS = drawing.POINT_BUDGETS
 
 
 def _step(images: list[int], step: int):
     ui.set_state(image_id=selection.step_image(images, ui.get("image_id"), step), highlight=None)
+
+
+def _image_rows(boxes, image_id: int, box_filter: dict):
+    """The box rows of one image that pass the page's filters (``selection.filter_boxes``)."""
+    return selection.filter_boxes(boxes[boxes["image_id"] == image_id], **box_filter)
+
+
+def _run_rows(rows, run: str):
+    """The rows a panel or the 3D view of one run draws: the run's (its predictions and the GT as it scored them),
+    or the GT alone when ``run`` is empty."""
+    return rows[rows["run"] == run] if run else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
 
 
 def _on_box(key: str):
@@ -50,48 +59,87 @@ def _on_row(key: str, table, kind: str):
 
 
 @st.fragment
-def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]):
+def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str], next_image=None):
+    """The 3D view. ``next_image``: a function giving ``(image_id, meta, rows)`` of the image "Next" shows (None
+    when there is none), whose figure is computed ahead while this one is on screen."""
     st.toggle("3D view (point cloud, boxes, camera frustum)", **ui.bind("show_3d"))
     hidden = not ui.get("show_3d")
     # The scene is one element that stays in the page (``gl_scene``): a new image, budget or highlight redraws the
     # WebGL scene the browser built; off hides it, on again with the same figure only shows it. Its controls come
-    # in a container before it, so the scene's place in the page never moves (a moved element is a new one).
+    # in a container before it, so the scene's place in the page never moves (a moved element is a new one), and
+    # are filled after it, so the browser starts drawing before it lays out the controls.
     controls = st.container(key="scene3d_controls")
-    fig_json = rev = None
+    settings = _settings_3d(shown)
+    pc = fig_json = rev = None
     if not hidden:
-        with controls:
-            fig_json, rev = _scene_3d(ctx, image_id, meta, rows, vocabulary, shown)
+        with controls, ui.guard("The 3D view"):
+            pc, fig_json, rev = _figure_3d(ctx.cfg_key, ctx.dataset, image_id, meta, rows, vocabulary, **settings,
+                                           highlight=ui.get("highlight"))
     # one WebGL pixel per CSS pixel: a software-rendered browser (no GPU) draws the scene several times faster
     gl_scene(fig_json, rev, key="scene3d_gl", hidden=hidden, config={"plotGlPixelRatio": 1},
              standin=drawing.scene3d_standin() if hidden else None)
+    if not hidden:
+        with controls:
+            _controls_3d(ctx, image_id, meta, rows, vocabulary, shown, settings, pc, drawn=fig_json is not None)
+    # What the next click will likely ask for, computed while the user looks at this image: off, this image's figure
+    # (the toggle); on, the next image's ("Next"). Under the same settings, with the highlight a step clears.
+    if hidden:
+        cache.compute_ahead(_figure_3d, ctx.cfg_key, ctx.dataset, image_id, meta, rows, vocabulary, **settings,
+                            highlight=ui.get("highlight"))
+    elif next_image is not None:
+        cache.compute_ahead(_next_figure_3d, ctx.cfg_key, ctx.dataset, next_image, vocabulary, **settings)
 
 
-def _scene_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str]) -> tuple[str | None, str | None]:
-    """The 3D view's controls and caption; returns its figure (plotly JSON) and the figure's digest."""
-    c1, c2, c3 = st.columns([4, 4, 1], vertical_alignment="bottom")
+def _settings_3d(shown: list[str]) -> dict:
+    """The 3D view's settings in this session: its widgets' values (the run shown, the point budget) or, when they
+    are not on the page, the values they start at; the colouring and presentation mode."""
     run_opts = shown or [""]
-    run3d = c1.selectbox("Run shown in 3D", run_opts, key="run3d", format_func=lambda r: r or "GT only")
-    budget = c2.select_slider("Points", BUDGETS, value=BUDGETS[0], key="pts3d",
-                              format_func=lambda n: f"{n // 1000}k",
-                              help="Most points drawn: the voxel size of the downsampling follows from it.")
-    sub = rows[rows["run"] == run3d] if run3d else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
-    with ui.guard("The 3D view"):
-        pc = cache.point_cloud(ctx.cfg_key, ctx.dataset, image_id, budget)
-        if pc is None:
-            st.caption("No point cloud or depth map for this image (benchmark config `points:` / `depth:`); "
-                       "showing boxes and the camera frustum only.")
-        else:
-            vox = f"voxel {pc.voxel * 100:.1f} cm" if pc.voxel > 0 else "not downsampled"
-            st.caption(f"{len(pc.points):,} of {pc.n_full:,} points from the {pc.source} ({vox}). Camera presets: "
-                       "the buttons in the figure; drag to orbit.")
-        args = (ctx.cfg_key, ctx.dataset, image_id, sub, pc, meta)
-        opts = dict(color_by=ui.get("color_by"), vocabulary=vocabulary, highlight=ui.get("highlight"), budget=budget)
-        fig_json, rev = drawing.scene3d_json(*args, **opts, presenting=bool(ui.get("presentation")))
-        with c3:
-            ui.export_figure(lambda: drawing.scene3d_figure(*args, **opts), f"scene3d_{ctx.dataset}_{image_id}",
-                             "scene3d_fig")
-        return fig_json, rev
-    return None, None
+    run3d = st.session_state.get("run3d")
+    budget = st.session_state.get("pts3d")
+    return dict(run3d=run3d if run3d in run_opts else run_opts[0], budget=budget if budget in BUDGETS else BUDGETS[0],
+                color_by=ui.get("color_by"), presenting=bool(ui.get("presentation")))
+
+
+def _figure_3d(cfg_key: str, dataset: str, image_id: int, meta: dict, rows, vocabulary, *, run3d: str, budget: int,
+               color_by: str, highlight: str | None, presenting: bool):
+    """The 3D view's point cloud and figure of one image: ``(points or None, figure JSON, its digest)``."""
+    sub = _run_rows(rows, run3d)
+    pc = cache.point_cloud(cfg_key, dataset, image_id, budget)
+    fig_json, rev = drawing.scene3d_json(cfg_key, dataset, image_id, sub, pc, meta, color_by=color_by,
+                                         vocabulary=vocabulary, highlight=highlight, budget=budget,
+                                         presenting=presenting)
+    return pc, fig_json, rev
+
+
+def _next_figure_3d(cfg_key: str, dataset: str, next_image, vocabulary, **settings) -> None:
+    found = next_image()
+    if found is not None:
+        image_id, meta, rows = found
+        _figure_3d(cfg_key, dataset, image_id, meta, rows, vocabulary, **settings, highlight=None)
+
+
+def _controls_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str], settings: dict, pc, *,
+                 drawn: bool) -> None:
+    """The 3D view's widgets (their values are ``settings``, read before they are drawn), its caption and export."""
+    c1, c2, c3 = st.columns([4, 4, 1], vertical_alignment="bottom")
+    c1.selectbox("Run shown in 3D", shown or [""], key="run3d", format_func=lambda r: r or "GT only")
+    c2.select_slider("Points", BUDGETS, value=BUDGETS[0], key="pts3d", format_func=lambda n: f"{n // 1000}k",
+                     help="Most points drawn: the voxel size of the downsampling follows from it.")
+    if not drawn:  # the figure failed: its message is shown above
+        return
+    if pc is None:
+        st.caption("No point cloud or depth map for this image (benchmark config `points:` / `depth:`); "
+                   "showing boxes and the camera frustum only.")
+    else:
+        vox = f"voxel {pc.voxel * 100:.1f} cm" if pc.voxel > 0 else "not downsampled"
+        st.caption(f"{len(pc.points):,} of {pc.n_full:,} points from the {pc.source} ({vox}). Camera presets: "
+                   "the buttons in the figure; drag to orbit.")
+    args = (ctx.cfg_key, ctx.dataset, image_id, _run_rows(rows, settings["run3d"]), pc, meta)
+    opts = dict(color_by=settings["color_by"], vocabulary=vocabulary, highlight=ui.get("highlight"),
+                budget=settings["budget"])
+    with c3:
+        ui.export_figure(lambda: drawing.scene3d_figure(*args, **opts), f"scene3d_{ctx.dataset}_{image_id}",
+                         "scene3d_fig")
 
 
 with ui.guard("The scene inspector"):
@@ -135,8 +183,8 @@ with ui.guard("The scene inspector"):
                 f"{ui.md(ctx.dataset)}")
 
     meta = cache.image_meta(ctx.cfg_key, ctx.dataset, image_id)
-    rows = boxes[boxes["image_id"] == image_id]
-    rows = selection.filter_boxes(rows, classes=ui.get("f_classes"), runs=runs, min_score=ui.get("f_min_score"))
+    box_filter = dict(classes=ui.get("f_classes"), runs=runs, min_score=ui.get("f_min_score"))
+    rows = _image_rows(boxes, image_id, box_filter)
     counts = selection.run_counts(rows, runs)
 
     # one or two runs large, the others a click away
@@ -160,7 +208,7 @@ with ui.guard("The scene inspector"):
 
     panels = []
     for run in shown:
-        sub = rows[rows["run"] == run] if run else rows[rows["kind"] == "gt"].drop_duplicates(["row"])
+        sub = _run_rows(rows, run)
         layers = drawing.image_layers(ctx.cfg_key, ctx.dataset, sub, color_by=ui.get("color_by"),
                                       vocabulary=vocab, highlight=ui.get("highlight"))
         panels.append((run, layers))
@@ -213,4 +261,10 @@ with ui.guard("The scene inspector"):
                          column_config=ui.fmt_table(gts, fraction=GT_FRACTIONS))
             ui.export_table(gts, f"gt_boxes_{ctx.dataset}_{image_id}", "box_gts_x")
 
-    view_3d(ctx, image_id, meta, rows, vocab, [r for r in shown if r])
+    def next_image():
+        nxt = selection.step_image(images, image_id, 1)
+        if nxt is None or nxt == image_id:
+            return None
+        return nxt, cache.image_meta(ctx.cfg_key, ctx.dataset, nxt), _image_rows(boxes, nxt, box_filter)
+
+    view_3d(ctx, image_id, meta, rows, vocab, [r for r in shown if r], next_image)

@@ -251,6 +251,55 @@ def warm_in_background(cfg_key: str) -> None:
     threading.Thread(target=work, name="ov3d-warm-up", daemon=True).start()
 
 
+_ahead_lock = threading.Lock()  # guards the request counter
+_ahead_run = threading.Lock()  # one computation ahead at a time, per process
+_ahead_latest = [0]  # the newest request's number
+_ahead_threads: list[threading.Thread] = []  # started, perhaps not ended
+
+
+def compute_ahead(fn: Callable[..., object], *args, **kwargs) -> None:
+    """Call ``fn(*args, **kwargs)`` in a daemon thread, for its cached result only: what the user's likely next
+    interaction will ask for (e.g. the 3D view of the image on screen), computed while they look at the page.
+
+    Best effort and bounded: one such computation runs at a time in the process, a request still waiting when a newer
+    one arrives (from any session) is dropped, and a failure is only logged at debug level (the page's own call
+    raises it again, with its message). ``fn`` should be a ``st.cache_data`` function, or call them: a page asking for
+    the same value meanwhile waits for this computation instead of repeating it. The requesting script run's context
+    goes with the thread, so Streamlit's caches see no context-less call."""
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+    with _ahead_lock:
+        _ahead_latest[0] += 1
+        ticket = _ahead_latest[0]
+
+    def work():
+        import logging
+
+        with _ahead_run:
+            if _ahead_latest[0] != ticket:
+                return  # superseded while waiting
+            try:
+                fn(*args, **kwargs)
+            except Exception:  # noqa: BLE001 - the page's own call reports it
+                logging.getLogger(__name__).debug("computing ahead failed", exc_info=True)
+
+    thread = threading.Thread(target=work, name="ov3d-ahead", daemon=True)
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is not None:
+        add_script_run_ctx(thread, ctx)
+    with _ahead_lock:
+        _ahead_threads[:] = [t for t in _ahead_threads if t.is_alive()] + [thread]
+    thread.start()
+
+
+def wait_ahead(timeout: float | None = None) -> None:
+    """Wait until every computation ahead requested so far has ended (tests, benchmarks)."""
+    with _ahead_lock:
+        threads = list(_ahead_threads)
+    for t in threads:
+        t.join(timeout)
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def catalog(cfg_key: str) -> dict:
     """Names only (no file is read beyond the config): datasets, runs per dataset, run descriptions."""

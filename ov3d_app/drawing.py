@@ -14,6 +14,10 @@ from ov3d_app import cache, selection
 from ov3d_core.viz.image_overlay import BoxLayer, class_colors, class_layers, status_layers
 
 HIGHLIGHT_COLOR = "#ffd400"
+#: Point budgets of the 3D views (the last: every depth pixel of the demo's 640 x 480 maps). The first is the default:
+#: a browser without a GPU (software WebGL) redraws a 10k-point scene in about half a second, 20k in about 0.8 s
+#: (``bench/RESULTS.md``, "The 3D view drawn first"); with a GPU every budget here draws in milliseconds.
+POINT_BUDGETS = (10_000, 20_000, 60_000, 150_000, 310_000)
 #: How the app's tables show a missing value (``st.dataframe(placeholder=...)``) instead of "None".
 MISSING = "—"
 

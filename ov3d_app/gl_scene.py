@@ -81,6 +81,7 @@ export default function (component) {
 """
 
 _CSS = """
+.__ROOT__ { contain: content; }
 .__ROOT__-hidden { height: 0; overflow: hidden; visibility: hidden; }
 .__ROOT__-error { color: #b00020; font-size: 0.9rem; }
 """

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from ov3d_app.drawing import POINT_BUDGETS
 from tests.app.test_pages import app, problems
 
 SCENE = "app_pages/scene.py"
@@ -50,8 +51,10 @@ def test_point_count_grows_with_the_budget(tiny_demo):
     at = app(SCENE, ds="demo_indoor")
     at.toggle(key="w:show_3d").set_value(True).run()
     assert not problems(at), problems(at)
+    default, _ = _points_caption(at)
+    assert 0.8 * POINT_BUDGETS[0] < default <= POINT_BUDGETS[0]  # the first budget is the default
     counts = []
-    for budget in (20_000, 60_000, 150_000):
+    for budget in (10_000, 20_000, 60_000, 150_000):
         at.select_slider(key="pts3d").set_value(budget).run()
         assert not problems(at), problems(at)
         shown, full = _points_caption(at)
@@ -60,7 +63,7 @@ def test_point_count_grows_with_the_budget(tiny_demo):
         counts.append(shown)
     assert counts[0] < counts[1] < counts[2]
     assert full == 640 * 480  # the depth map at full resolution, not the 1,200-point file
-    assert counts[0] > 0.8 * 20_000  # the voxel size uses the budget, it does not throw points away
+    assert counts[0] > 0.8 * 10_000  # the voxel size uses the budget, it does not throw points away
 
 
 def _look_at(eye, center, up):
@@ -159,6 +162,50 @@ def test_the_3d_figure_digest_names_its_content(tiny_demo):
     import xxhash
 
     assert a["rev"] == xxhash.xxh3_64_hexdigest(a["figure"].encode())
+
+
+def test_the_3d_figure_is_computed_ahead_of_the_toggle_and_of_next(tiny_demo, monkeypatch):
+    """With the view off, the image's point cloud is computed in the background (the toggle then computes nothing);
+    with it on, the next image's is (and "Next" then computes nothing); the figures are the ones computed in place."""
+    import threading
+
+    import ov3d_core.io.pointcloud as pcmod
+    from ov3d_app import cache as app_cache
+
+    calls = []
+    real = pcmod.scene_points
+
+    def counting(*args, **kwargs):
+        calls.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pcmod, "scene_points", counting)
+    app_cache.point_cloud.clear()
+    at = app(SCENE, ds="demo_indoor")
+    assert not problems(at), problems(at)
+    app_cache.wait_ahead(60)
+    assert calls == ["ov3d-ahead"]  # this image, in the background
+    at.toggle(key="w:show_3d").set_value(True).run()
+    assert not problems(at), problems(at)
+    app_cache.wait_ahead(60)
+    assert calls == ["ov3d-ahead"] * 2  # the toggle computed nothing; the next image's came in the background
+    ahead = _gl_data(at)["rev"]
+    at.button[1].click().run()  # next image
+    assert not problems(at), problems(at)
+    app_cache.wait_ahead(60)
+    assert calls == ["ov3d-ahead"] * 3  # "Next" computed nothing; the one after it came in the background
+    computed_ahead = _gl_data(at)
+    at.toggle(key="w:show_3d").set_value(False).run()
+    app_cache.wait_ahead(60)
+    from ov3d_app import drawing
+
+    app_cache.point_cloud.clear()
+    drawing.scene3d_json.clear()
+    at.toggle(key="w:show_3d").set_value(True).run()  # now computed in place
+    app_cache.wait_ahead(60)
+    assert calls[-2] != "ov3d-ahead" and calls[-1] == "ov3d-ahead"
+    again = _gl_data(at)
+    assert computed_ahead["rev"] == again["rev"] != ahead  # the same figure as one computed in place
 
 
 # ------------------------------------------------------------------------------------------------ inspector
