@@ -8,8 +8,9 @@ the existing scene's traces; turning the view off hides the div (the scene stays
 figure only shows it. While hidden before its first figure, the div draws a stand-in scene once, when the browser
 is idle, so that the first figure reuses a scene whose shaders are compiled.
 
-plotly.js comes from the installed ``plotly`` package (the version that wrote the figure), served by Streamlit's
-component file route; the browser caches it.
+plotly.js is the copy the page already has in ``window.Plotly`` (Streamlit's own, which its charts load: the Scene
+inspector's image panels do), the same that draws every other figure of the app; without one, the installed
+``plotly`` package's ``plotly.min.js``, served by Streamlit's component file route (the browser caches it).
 """
 
 from __future__ import annotations
