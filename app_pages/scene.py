@@ -26,7 +26,6 @@ PANEL_PX = {1: 1150, 2: 570, 3: 375}
 #: Float columns of the per-box tables shown with three decimals.
 PRED_FRACTIONS = ("score", "depth", "volume", "iou3d", "iou2d", "center_dist", "depth_err", "size_err")
 GT_FRACTIONS = ("truncation", "visibility", "depth", "volume", "height2d", "matched_score", "iou3d")
-BUDGETS = drawing.POINT_BUDGETS
 
 
 def _step(images: list[int], step: int):
@@ -94,9 +93,10 @@ def _settings_3d(shown: list[str]) -> dict:
     """The 3D view's settings in this session: its widgets' values (the run shown, the point budget) or, when they
     are not on the page, the values they start at; the colouring and presentation mode."""
     run_opts = shown or [""]
+    budgets = drawing.POINT_BUDGETS
     run3d = st.session_state.get("run3d")
     budget = st.session_state.get("pts3d")
-    return dict(run3d=run3d if run3d in run_opts else run_opts[0], budget=budget if budget in BUDGETS else BUDGETS[0],
+    return dict(run3d=run3d if run3d in run_opts else run_opts[0], budget=budget if budget in budgets else budgets[0],
                 color_by=ui.get("color_by"), presenting=bool(ui.get("presentation")))
 
 
@@ -123,7 +123,8 @@ def _controls_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[s
     """The 3D view's widgets (their values are ``settings``, read before they are drawn), its caption and export."""
     c1, c2, c3 = st.columns([4, 4, 1], vertical_alignment="bottom")
     c1.selectbox("Run shown in 3D", shown or [""], key="run3d", format_func=lambda r: r or "GT only")
-    c2.select_slider("Points", BUDGETS, value=BUDGETS[0], key="pts3d", format_func=lambda n: f"{n // 1000}k",
+    c2.select_slider("Points", drawing.POINT_BUDGETS, value=drawing.POINT_BUDGETS[0], key="pts3d",
+                     format_func=lambda n: f"{n // 1000}k",
                      help="Most points drawn: the voxel size of the downsampling follows from it.")
     if not drawn:  # the figure failed: its message is shown above
         return
@@ -134,12 +135,15 @@ def _controls_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[s
         vox = f"voxel {pc.voxel * 100:.1f} cm" if pc.voxel > 0 else "not downsampled"
         st.caption(f"{len(pc.points):,} of {pc.n_full:,} points from the {pc.source} ({vox}). Camera presets: "
                    "the buttons in the figure; drag to orbit.")
-    args = (ctx.cfg_key, ctx.dataset, image_id, _run_rows(rows, settings["run3d"]), pc, meta)
-    opts = dict(color_by=settings["color_by"], vocabulary=vocabulary, highlight=ui.get("highlight"),
-                budget=settings["budget"])
+    highlight = ui.get("highlight")
+
+    def figure():  # built on an export click only
+        return drawing.scene3d_figure(ctx.cfg_key, ctx.dataset, image_id, _run_rows(rows, settings["run3d"]), pc,
+                                      meta, color_by=settings["color_by"], vocabulary=vocabulary,
+                                      highlight=highlight, budget=settings["budget"])
+
     with c3:
-        ui.export_figure(lambda: drawing.scene3d_figure(*args, **opts), f"scene3d_{ctx.dataset}_{image_id}",
-                         "scene3d_fig")
+        ui.export_figure(figure, f"scene3d_{ctx.dataset}_{image_id}", "scene3d_fig")
 
 
 with ui.guard("The scene inspector"):

@@ -40,11 +40,6 @@ def run_memory_budget() -> int:
     return mb << 20
 
 
-def run_nbytes(run: Run) -> int:
-    """Bytes of a run's per-prediction arrays (``BoxSet.nbytes``)."""
-    return run.pred.nbytes
-
-
 class Benchmark:
     """Lazy, memoised access to the datasets, runs and pair geometry of a benchmark config. Thread-safe.
 
@@ -179,7 +174,7 @@ class Benchmark:
         """Let go of the least recently used reloadable runs (and their in-memory pairs) while the loaded runs exceed
         the budget; ``keep`` (the run just asked for) always stays."""
         budget = run_memory_budget()
-        sizes = {k: run_nbytes(r) for k, r in self._runs.items()}
+        sizes = {k: r.pred.nbytes for k, r in self._runs.items()}  # per-prediction arrays
         total = sum(sizes.values())
         for k in [k for k in self._runs if k != keep and k in self._reloadable]:
             if total <= budget:

@@ -12,7 +12,7 @@ import pytest
 
 from ov3d_core import benchmark as bm
 from ov3d_core.analysis import Analysis
-from ov3d_core.benchmark import Benchmark, run_memory_budget, run_nbytes
+from ov3d_core.benchmark import Benchmark, run_memory_budget
 from ov3d_core.errors import InputError
 from tests.app import minibench
 
@@ -42,7 +42,7 @@ def test_runs_beyond_the_budget_are_let_go_and_read_back_equal(cfg, monkeypatch)
     assert len(keys) >= 3
     first = {k: b.run(*k) for k in keys}  # the default budget holds these small runs
     assert b.runs_released == 0 and list(b._runs) == keys
-    one = max(run_nbytes(r) for r in first.values())
+    one = max(r.pred.nbytes for r in first.values())
     monkeypatch.setattr(bm, "run_memory_budget", lambda: one)  # room for one run
     again = b.run(*keys[0])  # still loaded: the same object, now the most recent
     assert again is first[keys[0]]
@@ -101,7 +101,7 @@ def test_the_budget_variable_in_megabytes(monkeypatch):
 def test_a_warm_up_lets_go_of_its_own_loads_before_the_run_in_use(cfg, monkeypatch):
     keys = _keys(Benchmark.from_yaml(cfg))
     assert len(keys) >= 3
-    sizes = {k: run_nbytes(Benchmark.from_yaml(cfg).run(*k)) for k in keys}
+    sizes = {k: Benchmark.from_yaml(cfg).run(*k).pred.nbytes for k in keys}
     page, others = keys[0], keys[1:]
     # room for the page's run and one more: each later warm load lets go of the one before
     monkeypatch.setattr(bm, "run_memory_budget", lambda: sizes[page] + max(sizes[k] for k in others))
@@ -135,4 +135,4 @@ def test_run_size_counts_every_array_field_of_its_boxes(cfg):
     pred = b.run(*_keys(b)[0]).pred
     by_field = sum(sum(np.asarray(a).nbytes for a in getattr(pred, f.name).values()) if f.name == "data"
                    else getattr(pred, f.name).nbytes for f in dataclasses.fields(pred))
-    assert run_nbytes(b.run(*_keys(b)[0])) == pred.nbytes == by_field > 0
+    assert pred.nbytes == by_field > 0
