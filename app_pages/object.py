@@ -20,7 +20,8 @@ from ov3d_core.viz.scene3d import scene_figure
 
 ui.page_header("Object view", "One ground-truth object, every run: each run's best-overlapping box (any class) "
                "drawn in its status colour beside the GT (yellow), with 3D IoU, predicted class and score. "
-               "'Localised': 3D IoU ≥ 0.15 (class-agnostic recall); status at the sidebar's IoU.")
+               "'Localised': 3D IoU ≥ 0.15 (class-agnostic recall); status with respect to this object, at the "
+               "sidebar's IoU (TP only when the evaluator matched the box to this object).")
 ctx = ui.need_context()
 PER_ROW = 6
 #: Streamlit's named colours nearest to ``viz.image_overlay.STATUS_COLORS`` (the crops' box colours).
@@ -89,13 +90,15 @@ with ui.guard("The object view"):
                 st.image(drawing.object_crop(ctx.cfg_key, ctx.dataset, ov.image_id, g, rec.run, p, rec.status),
                          width="stretch")
                 if p is None:
-                    st.caption("no prediction overlaps this object")
+                    st.caption("no box near this object (no prediction overlaps it in 3D)")
                 else:
+                    # rec.status is the box's status with respect to THIS object (mining.object_view), rec.reason why
                     colour = STATUS_MD_COLOR.get(rec.status or "", "gray")
-                    named = "right class" if rec.correct_class else "wrong class"
-                    overlap = f"IoU {rec.iou3d:.2f}" if rec.iou3d > 0 else f"no 3D overlap (2D IoU {rec.iou2d:.2f})"
+                    overlap = f"3D IoU {rec.iou3d:.2f}" if rec.iou3d >= 0.005 else "3D IoU < 0.01"
+                    here = (f"{rec.status} on this object" if rec.status == "TP"
+                            else f"{rec.status} on this object: {rec.reason}")
                     st.markdown(f":{colour}[■] {ui.md(rec.pred_class or 'no class')} {rec.score:.2f} · {overlap} · "
-                                f"{ui.md(rec.status or '')} · {named}")
+                                f"{ui.md(here)}")
                     if st.button("Open", key=f"obj_open_{rec.run}", icon=":material/open_in_new:", width="stretch"):
                         _open_scene(ov.image_id, f"pred|{rec.run}|{p}", rec.run)
     if st.toggle("3D view (every run's box around the object, one colour per run)", key="obj_3d"):

@@ -279,13 +279,18 @@ class ObjectView:
 
 def object_view(dataset, entries: Mapping[str, tuple], gt_row: int, *, iou: float = STATUS_IOU,
                 localise_iou: float = RECALL_IOU) -> ObjectView:
-    """Every run's best-overlapping prediction (3D IoU, any class, any status) for GT row ``gt_row``.
+    """Every run's best-overlapping prediction (highest 3D IoU > 0, any class, any status) for GT row ``gt_row``.
 
-    Table, one row per run: ``run, pred_row`` (nullable: no prediction overlaps), ``iou3d, iou2d, pred_class,
-    score, correct_class, localised`` (``iou3d >= localise_iou``), ``status`` (that prediction's status under the
-    run's view at ``iou``: TP / FP / mislabelled / ignored / not evaluated), ``gt_matched`` (the evaluator matched
-    this GT at ``iou``) and ``matched_pred_row`` (the prediction it matched, nullable; it can differ from the best
-    overlap)."""
+    Table, one row per run: ``run, pred_row`` (nullable: no prediction overlaps the object in 3D; a box that only
+    overlaps in 2D is not near it), ``iou3d, iou2d, pred_class, score, correct_class, localised``
+    (``iou3d >= localise_iou``), ``status`` (that prediction's status with respect to THIS object at ``iou``:
+    "TP" only when the evaluator matched it to this GT; "ignored" when it matched this GT and the GT is ignored;
+    otherwise "mislabelled" (wrong class at 3D IoU >= ``iou``), "FP", or the evaluator's "ignored" / "not
+    evaluated"), ``reason`` (why, e.g. "matched another object (GT 3)", "wrong class", "3D IoU below 0.25",
+    "duplicate: the evaluator matched pred 4 to this object"), ``pred_status`` and ``pred_matched_gt_row`` (the
+    evaluator's status of that prediction in its image, whatever GT it matched, and that GT; nullable),
+    ``gt_matched`` (the evaluator matched this GT at ``iou``) and ``matched_pred_row`` (the prediction it matched,
+    nullable; it can differ from the best overlap)."""
     items = _check_entries(entries)
     n_gt = items[0][2].pairs.n_gt
     if not 0 <= int(gt_row) < n_gt:
@@ -296,25 +301,53 @@ def object_view(dataset, entries: Mapping[str, tuple], gt_row: int, *, iou: floa
     rows = []
     for name, _, sc in items:
         p = sc.pairs
-        sel = np.flatnonzero(p.gt == g)
-        st = sc.pred_status(iou)
+        sel = np.flatnonzero((p.gt == g) & (p.iou3d > 0))
         t = sc.ap.matches._t(iou)
         mp = int(sc.ap.matches.gt_match[t, g])
         row = {"run": name, "pred_row": pd.NA, "iou3d": 0.0, "iou2d": 0.0, "pred_class": None, "score": np.nan,
-               "correct_class": False, "localised": False, "status": None, "gt_matched": mp >= 0,
-               "matched_pred_row": mp if mp >= 0 else pd.NA}
+               "correct_class": False, "localised": False, "status": None, "reason": None, "pred_status": None,
+               "pred_matched_gt_row": pd.NA, "gt_matched": mp >= 0, "matched_pred_row": mp if mp >= 0 else pd.NA}
         if len(sel):
             k = sel[np.lexsort((p.pred[sel], -p.iou3d[sel]))[0]]
             d = int(p.pred[k])
             lab = int(sc.view.label[d])
-            row.update(pred_row=d, iou3d=float(p.iou3d[k]), iou2d=float(p.iou2d[k]),
-                       pred_class=_names(vocab, [lab])[0], score=float(sc.view.score[d]),
-                       correct_class=bool(lab >= 0 and lab == gl[g]), localised=bool(p.iou3d[k] >= localise_iou),
-                       status=st["status"].iloc[d])
+            overlap = float(p.iou3d[k])
+            right = bool(lab >= 0 and lab == gl[g])
+            evaluator = str(sc.pred_status(iou)["status"].iloc[d])
+            other = int(sc.ap.matches.dt_match[t, d])
+            status, reason = _status_on_object(evaluator, other, g, mp, d, right, overlap, iou)
+            row.update(pred_row=d, iou3d=overlap, iou2d=float(p.iou2d[k]), pred_class=_names(vocab, [lab])[0],
+                       score=float(sc.view.score[d]), correct_class=right, localised=bool(overlap >= localise_iou),
+                       status=status, reason=reason, pred_status=evaluator,
+                       pred_matched_gt_row=other if other >= 0 else pd.NA)
         rows.append(row)
     table = pd.DataFrame(rows)
-    for c in ("pred_row", "matched_pred_row"):
+    for c in ("pred_row", "pred_matched_gt_row", "matched_pred_row"):
         table[c] = table[c].astype("Int64")
     return ObjectView(gt_row=g, image_id=int(dataset.gt.image_id[g]), gt_class=_names(vocab, [gl[g]])[0],
                       ignored=bool(dataset.gt.ignore[g]), depth=float(dataset.gt.depth[g]), table=table,
                       localise_iou=float(localise_iou))
+
+
+def _status_on_object(evaluator: str, matched_gt: int, g: int, gt_match: int, d: int, right_class: bool,
+                      overlap: float, iou: float) -> tuple[str, str]:
+    """The status of prediction ``d`` with respect to GT ``g`` and its reason: ``evaluator`` is d's status in its
+    image, ``matched_gt`` the GT row d matched (-1), ``gt_match`` the prediction g matched (-1)."""
+    if matched_gt == g:
+        return evaluator, ("matched to this object" if evaluator == "TP"
+                           else "matched to this object, which the evaluator ignores")
+    if evaluator == "not evaluated":
+        return evaluator, "not evaluated (outside the evaluated vocabulary or below the score threshold)"
+    why = []
+    if matched_gt >= 0:
+        why.append(f"matched another object (GT {matched_gt})")
+    if not right_class:
+        why.append("wrong class")
+    if overlap < iou:
+        why.append(f"3D IoU below {iou:g}")
+    elif right_class and gt_match >= 0 and gt_match != d:
+        why.append(f"duplicate: the evaluator matched pred {gt_match} to this object")
+    if evaluator == "ignored" and matched_gt < 0:
+        return "ignored", ", ".join(why + ["ignored by the evaluator"])
+    status = "mislabelled" if (not right_class and overlap >= iou) else "FP"
+    return status, ", ".join(why) or "not matched to this object"
