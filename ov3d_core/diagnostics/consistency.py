@@ -9,6 +9,10 @@
   gives IoU 1 exactly; with a prompt-conditioned detector each template has its own prediction set and the matched
   boxes are compared with ``paired_iou_3d`` (only the matched boxes, batched; no validity check, as both are
   predictions that already matched a GT). PLC is NaN with fewer than two templates or no GT recovered by all.
+- **Prompt-conditioned detectors** (one prediction file per template: OVMono3D / DetAny3D / WildDet3D style):
+  :func:`prompt_consistency_per_template` takes each template's own (inputs, corners); the templates' prediction
+  sets may differ in rows, order and count, each template's corners are checked against its own prediction count,
+  and PLC compares the boxes each template's predictions put on a GT (below 1 as soon as a box moves).
 - Reported beside: recall under each template, the mean single-template recall and the recall under *any* template,
   so a high PLC with a low PCR is visible (Pro-Bench: SAM3 PLC 0.984, PCR 0.024).
 """
@@ -16,14 +20,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ov3d_core.eval.ap import APInputs, APParams
 
-__all__ = ["ConsistencyResult", "recovered_by", "prompt_consistency", "prompt_consistency_from_inputs"]
+__all__ = ["ConsistencyResult", "recovered_by", "prompt_consistency", "prompt_consistency_from_inputs",
+           "prompt_consistency_per_template"]
 
 
 def recovered_by(inputs: APInputs, *, n_categories: int, iou: float = 0.5,
@@ -148,6 +153,27 @@ def prompt_consistency(matched_pred, pred_corners, *, gt_mask, template_names=No
                              n_gt=int(G), templates=names)
 
 
+def prompt_consistency_per_template(per_template: Mapping[str, tuple[APInputs, np.ndarray]], *, n_categories: int,
+                                    iou: float = 0.5, params: APParams | None = None,
+                                    vocabulary=None) -> ConsistencyResult:
+    """PCR / PLC of a prompt-conditioned detector: one prediction set per template (its own file, rows and count).
+
+    Args:
+        per_template: template id -> (its :class:`~ov3d_core.eval.ap.APInputs` against the shared GT, its
+            ``(n_pred_t, 8, 3)`` predicted corners). PLC compares the boxes each template's own predictions put on a
+            GT, so it is below 1 as soon as a box moves between templates.
+        n_categories, iou, params: matching settings (recovery = same class at 3D IoU >= ``iou``).
+        vocabulary: category names for the per-class table.
+    """
+    names = list(per_template)
+    if not names:
+        raise ValueError("prompt_consistency_per_template: expected at least one template")
+    inputs = [per_template[t][0] for t in names]
+    corners = [np.asarray(per_template[t][1], np.float64) for t in names]
+    return prompt_consistency_from_inputs(inputs, corners, n_categories=n_categories, iou=iou, params=params,
+                                          template_names=names, vocabulary=vocabulary)
+
+
 def prompt_consistency_from_inputs(inputs_per_template: Sequence[APInputs], pred_corners, *, n_categories: int,
                                    iou: float = 0.5, params: APParams | None = None, template_names=None,
                                    vocabulary=None) -> ConsistencyResult:
@@ -165,10 +191,21 @@ def prompt_consistency_from_inputs(inputs_per_template: Sequence[APInputs], pred
     first = inputs_per_template[0]
     n_gt = len(first.gt_label)
     for i, inp in enumerate(inputs_per_template):
-        if len(inp.gt_label) != n_gt or not np.array_equal(inp.gt_label, first.gt_label):
-            raise ValueError(f"prompt_consistency_from_inputs: template {i} has different GT rows or labels")
+        if len(inp.gt_label) != n_gt or not (np.array_equal(inp.gt_label, first.gt_label)
+                                             and np.array_equal(inp.gt_image, first.gt_image)
+                                             and np.array_equal(inp.gt_ignore, first.gt_ignore)):
+            raise ValueError(f"prompt_consistency_from_inputs: template {i} has different GT rows, images, labels "
+                             f"or ignore flags")
     if isinstance(pred_corners, np.ndarray) and pred_corners.ndim == 3:
         pred_corners = [pred_corners] * T
+    if len(pred_corners) != T:
+        raise ValueError(f"prompt_consistency_from_inputs: expected {T} corner arrays (one per template), got "
+                         f"{len(pred_corners)}")
+    for i, (inp, c) in enumerate(zip(inputs_per_template, pred_corners)):
+        shape = np.shape(c)
+        if shape != (len(inp.pred_label), 8, 3):
+            raise ValueError(f"prompt_consistency_from_inputs: template {i}: expected corners of shape "
+                             f"({len(inp.pred_label)}, 8, 3) (its own predictions), got {shape}")
     M = np.stack([recovered_by(inp, n_categories=n_categories, iou=iou, params=params)
                   for inp in inputs_per_template])
     gl = np.asarray(first.gt_label, np.int64)
