@@ -14,6 +14,15 @@ Decisions where the paper is silent:
 - **Group means** are plain means over the group's templates with finite mAP_3D (NaN for an absent group).
 - **Drops** are differences of group means in mAP_3D points, positive when the second group is worse:
   ``drop_standard_to_overdetailed = mean(standard) - mean(overdetailed)``.
+- **Formulation sensitivity** (Pro-Bench §D, :func:`formulation_sensitivity`): from a table of per-formulation
+  per-class AP, the largest ΔmAP across formulations (max − min over the formulations with a finite mAP; 0 with one,
+  NaN with none), the best and worst formulation (ties: the first in input order), and Pro-Bench's two named
+  differences, ``original − categorical`` and ``template-wrapped − original``, for the formulations the caller names
+  in those roles (NaN for a role not given). A formulation's mAP is the mean of its per-class AP over the classes with
+  a finite AP (the Omni3D mean over categories with GT, which are the same for every formulation of one run), unless
+  the caller passes the mAP. The per-class largest ΔAP is :class:`ClassPromptSpread`'s ``spread``. The metric is the
+  caller's: Pro-Bench uses mAP.5 (2D); Analysis feeds AP3D. :func:`formulation_type_table` gives one row per Pro-Bench
+  prompt type (its categorical / original / wrapped triple).
 - **Label flips** compare each template's top-1 label of a prediction with the reference template's. A *flip* is
   a change between two valid labels; a prediction losing its label (code -1: below the remap threshold) is a
   *drop*, one gaining a label is a *gain*. Per-class counts are by the reference label.
@@ -28,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PROMPT_GROUPS", "PromptSensitivity", "ClassPromptSpread", "LabelFlips", "prompt_sensitivity",
-           "per_class_prompt_spread", "label_flips", "coefficient_of_variation"]
+           "per_class_prompt_spread", "label_flips", "coefficient_of_variation", "FORMULATION_ROLES",
+           "FormulationSensitivity", "formulation_sensitivity", "formulation_type_table"]
 
 PROMPT_GROUPS = ("underdetailed", "standard", "overdetailed")
 
@@ -209,6 +219,180 @@ def per_class_prompt_spread(per_class_ap: Mapping[str, Sequence[float]] | pd.Dat
         table = pd.DataFrame.from_dict(rows, orient="index", columns=list(class_names))
     table.index.name = "template"
     return ClassPromptSpread(table=table)
+
+
+# ------------------------------------------------------------------------------- formulations (Pro-Bench)
+#: Pro-Bench's three target-preserving formulations of a query: the class-level noun phrase, the free-form query,
+#: and the query wrapped in "a photo of ...".
+FORMULATION_ROLES = ("categorical", "original", "wrapped")
+
+
+def _finite_argext(values: np.ndarray, largest: bool) -> int | None:
+    finite = np.isfinite(values)
+    if not finite.any():
+        return None
+    v = np.where(finite, values, -np.inf if largest else np.inf)
+    return int(np.argmax(v) if largest else np.argmin(v))  # first of equal values
+
+
+@dataclass(frozen=True, eq=False)
+class FormulationSensitivity:
+    """mAP across prompt formulations of one run, and per class (Pro-Bench's prompt sensitivity).
+
+    Attributes:
+        formulations: formulation (template) ids in input order.
+        map: ``(F,)`` mAP per formulation (percent; NaN = not available).
+        roles: role (``categorical`` / ``original`` / ``wrapped``) -> formulation id, for the roles given.
+        spread: the per-class table (:class:`ClassPromptSpread`).
+    """
+
+    formulations: tuple[str, ...]
+    map: np.ndarray
+    roles: dict
+    spread: ClassPromptSpread
+
+    def _map_of(self, role: str) -> float:
+        f = self.roles.get(role)
+        return float(self.map[self.formulations.index(f)]) if f is not None else float("nan")
+
+    @property
+    def max_delta(self) -> float:
+        """max − min of mAP over the formulations with a finite mAP (0 with one, NaN with none)."""
+        v = self.map[np.isfinite(self.map)]
+        return float(v.max() - v.min()) if v.size else float("nan")
+
+    @property
+    def best_formulation(self) -> str | None:
+        i = _finite_argext(self.map, True)
+        return None if i is None else self.formulations[i]
+
+    @property
+    def worst_formulation(self) -> str | None:
+        i = _finite_argext(self.map, False)
+        return None if i is None else self.formulations[i]
+
+    @property
+    def delta_original_minus_categorical(self) -> float:
+        """mAP(original) − mAP(categorical), percent points (negative: the free-form query is worse)."""
+        return self._map_of("original") - self._map_of("categorical")
+
+    @property
+    def delta_wrapped_minus_original(self) -> float:
+        """mAP(template-wrapped) − mAP(original), percent points."""
+        return self._map_of("wrapped") - self._map_of("original")
+
+    def summary(self) -> dict:
+        """``max_delta``, ``best_formulation``, ``best_mAP``, ``worst_formulation``, ``worst_mAP``,
+        ``delta_original_minus_categorical``, ``delta_wrapped_minus_original``, ``n_formulations`` (finite)."""
+        b, w = _finite_argext(self.map, True), _finite_argext(self.map, False)
+        return {"max_delta": self.max_delta, "best_formulation": self.best_formulation,
+                "best_mAP": float(self.map[b]) if b is not None else float("nan"),
+                "worst_formulation": self.worst_formulation,
+                "worst_mAP": float(self.map[w]) if w is not None else float("nan"),
+                "delta_original_minus_categorical": self.delta_original_minus_categorical,
+                "delta_wrapped_minus_original": self.delta_wrapped_minus_original,
+                "n_formulations": int(np.isfinite(self.map).sum())}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per formulation: ``formulation``, ``role`` (or None), ``mAP``, ``delta_vs_best``."""
+        role_of = {f: r for r, f in self.roles.items()}
+        best = np.nanmax(self.map) if np.isfinite(self.map).any() else np.nan
+        return pd.DataFrame({"formulation": list(self.formulations),
+                             "role": pd.Series([role_of.get(f) for f in self.formulations], dtype=object),
+                             "mAP": self.map,
+                             "delta_vs_best": self.map - best})
+
+    def per_class(self) -> pd.DataFrame:
+        """:meth:`ClassPromptSpread.to_frame` (``spread`` = the class's largest ΔAP across formulations) plus
+        ``delta_original_minus_categorical`` and ``delta_wrapped_minus_original`` per class (NaN where a role is
+        not given or the class has no AP)."""
+        out = self.spread.to_frame()
+        t = self.spread.table.astype(np.float64)
+
+        def row(role):
+            f = self.roles.get(role)
+            return t.loc[f].to_numpy() if f is not None else np.full(t.shape[1], np.nan)
+
+        out["delta_original_minus_categorical"] = row("original") - row("categorical")
+        out["delta_wrapped_minus_original"] = row("wrapped") - row("original")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"formulations": dict(zip(self.formulations, map(float, self.map))), "roles": dict(self.roles),
+                **self.summary()}
+
+
+def formulation_sensitivity(per_class_ap: Mapping[str, Sequence[float]] | pd.DataFrame,
+                            formulation_map: Mapping[str, float] | None = None, *,
+                            class_names: Sequence[str] | None = None, categorical: str | None = None,
+                            original: str | None = None, wrapped: str | None = None) -> FormulationSensitivity:
+    """Pro-Bench prompt sensitivity of one run (module docstring).
+
+    Args:
+        per_class_ap: formulation id -> ``(K,)`` per-class AP (percent, NaN = class without GT), or a DataFrame with
+            one row per formulation and one column per class (as :func:`per_class_prompt_spread` takes).
+        formulation_map: formulation id -> mAP (percent); default: the mean of each row's finite per-class AP.
+            Its keys must be the table's formulations.
+        class_names: the K class names (required with a mapping).
+        categorical, original, wrapped: the formulation ids that play Pro-Bench's roles (each optional).
+
+    Raises:
+        ValueError: a role names a formulation not in the table, or ``formulation_map`` has other keys.
+    """
+    spread = per_class_prompt_spread(per_class_ap, class_names)
+    t = spread.table.astype(np.float64)
+    formulations = tuple(str(f) for f in t.index)
+    if formulation_map is None:
+        vals = t.to_numpy()
+        fin = np.isfinite(vals)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.where(fin.any(axis=1), np.where(fin, vals, 0).sum(axis=1) / np.maximum(fin.sum(axis=1), 1),
+                         np.nan)
+    else:
+        if set(map(str, formulation_map)) != set(formulations):
+            raise ValueError(f"Expected `formulation_map` to have the formulations {list(formulations)}, got "
+                             f"{list(formulation_map)}")
+        fm = {str(k): float(v) for k, v in formulation_map.items()}
+        m = np.array([fm[f] for f in formulations], np.float64)
+    roles = {}
+    for role, f in (("categorical", categorical), ("original", original), ("wrapped", wrapped)):
+        if f is None:
+            continue
+        if str(f) not in formulations:
+            raise ValueError(f"Expected the {role} formulation to be one of {list(formulations)}, got {f!r}")
+        roles[role] = str(f)
+    m.setflags(write=False)
+    return FormulationSensitivity(formulations=formulations, map=m, roles=roles, spread=spread)
+
+
+def formulation_type_table(formulation_map: Mapping[str, float],
+                           role_sets: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
+    """One row per prompt type of its (categorical, original, wrapped) triple of formulations.
+
+    Args:
+        formulation_map: formulation id -> mAP (percent; NaN = not scored).
+        role_sets: prompt type -> {role: formulation id} (e.g. ``templates.probench_roles()``); a formulation absent
+            from ``formulation_map`` (e.g. not supported by the encoder) counts as NaN.
+
+    Returns:
+        ``type``, ``categorical``, ``original``, ``wrapped`` (mAP), ``delta_original_minus_categorical``,
+        ``delta_wrapped_minus_original``, ``max_delta`` (over the finite ones of the three), ``best_formulation``.
+    """
+    rows = []
+    for ptype, roles in role_sets.items():
+        ids = {r: roles.get(r) for r in FORMULATION_ROLES}
+        val = {r: float(formulation_map.get(f, np.nan)) if f is not None else float("nan") for r, f in ids.items()}
+        v = np.array([val[r] for r in FORMULATION_ROLES])
+        i = _finite_argext(v, True)
+        fin = v[np.isfinite(v)]
+        rows.append({"type": ptype, **val, "delta_original_minus_categorical": val["original"] - val["categorical"],
+                     "delta_wrapped_minus_original": val["wrapped"] - val["original"],
+                     "max_delta": float(fin.max() - fin.min()) if fin.size else float("nan"),
+                     "best_formulation": None if i is None else ids[FORMULATION_ROLES[i]]})
+    out = pd.DataFrame(rows, columns=["type", *FORMULATION_ROLES, "delta_original_minus_categorical",
+                                      "delta_wrapped_minus_original", "max_delta", "best_formulation"])
+    out["best_formulation"] = pd.Series([r["best_formulation"] for r in rows], dtype=object)  # None stays None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- label flips
