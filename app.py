@@ -221,6 +221,8 @@ def main() -> None:
         nav.run()
     except Exception as exc:  # noqa: BLE001 - whatever a page did not catch: a message, never a traceback
         ui.show_error(exc, "This page")
+    with ui.guard("The load warnings"):
+        ui.show_load_warnings()  # with those of the loads the page caused, under its header
     ui.sync_query_params()  # changes the page made
     ctx = st.session_state.get("_ctx")
     if ctx is not None:

@@ -41,8 +41,12 @@ def _current() -> None:
     for dataset, run, exc in failed:
         st.error(f"Run **{ui.md(run)}** on {ui.md(dataset)} could not be loaded: {ui.md(ui.error_text(exc))}",
                  icon=":material/error:")
+    warned = cache.load_warnings(ctx.cfg_key)  # every dataset and run is loaded by now
+    for w in warned:
+        st.warning(ui.warning_text(w), icon=":material/warning:")
     if not failed:
-        st.caption("Every run file of this benchmark loads.")
+        st.caption("Every run file of this benchmark loads" + (f", with {len(warned)} warning(s) above."
+                                                                if warned else "."))
 
 
 def _result() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -222,6 +223,29 @@ def failures(cfg_key: str) -> list[tuple[str, str, Exception]]:
         except Exception as exc:  # noqa: BLE001 - listed with its message; the other runs still load
             out.append((spec.dataset, spec.name, exc))
     return out
+
+
+_ABS_PATH = re.compile(r"(?<![\w.~])/(?:[^\s:;,'\"()`/]+/)*([^\s:;,'\"()`/]+)")
+
+
+def load_warnings(cfg_key: str, dataset: str | None = None, runs: tuple[str, ...] | None = None) -> list:
+    """The counted warnings of the loads done so far (``Benchmark.load_warnings``: GT of ``dataset``, its ``runs``;
+    None: all), their messages with every path cut to its basename (the server's folders stay private)."""
+    import dataclasses
+
+    b = benchmark(cfg_key)
+    paths = [Path(f) for f in b.input_files()]
+    paths += [p for s in b.config.datasets.values() for p in (*s.gt, s.images, s.calib) if p is not None]
+    paths += [s.predictions for s in b.config.runs.values()]
+    known = sorted({v for p in paths for v in (str(p), str(Path(p).resolve()))}, key=len, reverse=True)
+
+    def private(text: str) -> str:
+        for v in known:
+            if v and v != "/":
+                text = text.replace(v, Path(v).name)
+        return _ABS_PATH.sub(r"\1", text)
+
+    return [dataclasses.replace(w, message=private(w.message)) for w in b.load_warnings(dataset, runs)]
 
 
 _warm_lock = threading.Lock()

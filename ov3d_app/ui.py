@@ -29,6 +29,7 @@ _W = "w:"
 _SYNC = "s:"
 _SEEN = "b:"          # the run in which a widget was last bound
 _RUN = "_ov3d_run"    # script runs of this session (app.py's ``init_state`` counts them)
+_WARN_SLOT = "_ov3d_warn_slot"  # this run's place for load warnings, under the page header (``need_context``)
 
 #: Pages: file, title, icon, url path (app.py registers them in this order; the first is the default).
 PAGES = (
@@ -54,6 +55,7 @@ def init_state() -> None:
     """Every run (counted); once per session: defaults, overridden by the URL's query parameters."""
     ss = st.session_state
     ss[_RUN] = ss.get(_RUN, 0) + 1
+    ss.pop(_WARN_SLOT, None)  # the load-warning slot of the previous run's page
     if ss.get("_ov3d_init"):
         return
     from_url = S.query_to_state(st.query_params.to_dict())
@@ -182,7 +184,33 @@ def need_context() -> Context:
         st.stop()
     if not ctx.all_runs:
         st.info(f"Dataset **{md(ctx.dataset)}** has no runs (prediction files) in this benchmark config.")
+    st.session_state[_WARN_SLOT] = st.empty()
+    show_load_warnings()
     return ctx
+
+
+def warning_text(w) -> str:
+    """One load warning (``Benchmark.LoadWarning``, its paths already cut to basenames) for ``st.warning``."""
+    where = f"GT of {w.dataset}" if w.run is None else f"run {w.run} on {w.dataset}"
+    return f"**{md(where)}** · {md(w.category)}: {md(w.message)}"
+
+
+def show_load_warnings() -> None:
+    """Every counted warning of the loads of this page's inputs (the dataset's GT and the page's runs, as far as
+    they are loaded), one ``st.warning`` each, in the slot under the page header; app.py calls it again once the
+    page has run, for the loads the page itself caused. Nothing when the page has no slot (no context)."""
+    slot, ctx = st.session_state.get(_WARN_SLOT), context()
+    if slot is None or ctx is None:
+        return
+    from ov3d_app import cache
+
+    items = cache.load_warnings(ctx.cfg_key, ctx.dataset, ctx.runs)
+    if not items:
+        slot.empty()
+        return
+    with slot.container():
+        for w in items:
+            st.warning(warning_text(w), icon=":material/warning:")
 
 
 # ================================================================================================ text and errors

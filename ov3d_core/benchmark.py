@@ -6,9 +6,12 @@ Scoring and every analysis go through ``ov3d_core.analysis.Analysis``, which wra
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +43,30 @@ def run_memory_budget() -> int:
     return mb << 20
 
 
+@dataclass(frozen=True)
+class LoadWarning:
+    """A warning raised while loading one input (e.g. ``CornerMismatchWarning``): the ``dataset``, the ``run``
+    (None for the dataset's GT), the warning class's name and its message (which names the file, the field and how
+    many records)."""
+
+    dataset: str
+    run: str | None
+    category: str
+    message: str
+
+
+@contextlib.contextmanager
+def _recording(out: list, dataset: str, run: str | None):
+    """Collect the warnings of a load into ``out`` (as ``LoadWarning``), then raise them again for the caller
+    (the CLI prints them, a test's ``pytest.warns`` sees them)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        yield
+    out.extend(LoadWarning(dataset, run, w.category.__name__, str(w.message)) for w in rec)
+    for w in rec:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 class Benchmark:
     """Lazy, memoised access to the datasets, runs and pair geometry of a benchmark config. Thread-safe.
 
@@ -56,6 +83,7 @@ class Benchmark:
         self._pairs: dict[tuple[str, str], object] = {}
         self._crops: dict[tuple[str, str], object] = {}
         self._pair_cache = None
+        self._warnings: dict[tuple[str, str | None], list[LoadWarning]] = {}  # (dataset, run) -> its load's
 
     @classmethod
     def from_yaml(cls, path: str | Path, **kw) -> "Benchmark":
@@ -128,7 +156,10 @@ class Benchmark:
     def dataset(self, name: str) -> Dataset:
         with self._lock:
             if name not in self._datasets:
-                self._datasets[name] = self._load_dataset(self.dataset_spec(name))
+                caught: list[LoadWarning] = []
+                with _recording(caught, name, None):
+                    self._datasets[name] = self._load_dataset(self.dataset_spec(name))
+                self._warnings[(name, None)] = caught
                 _trim_heap()
             return self._datasets[name]
 
@@ -162,13 +193,27 @@ class Benchmark:
             key = (run, dataset)
             if key not in self._runs:
                 spec = self.run_spec(run, dataset)
-                self._runs[key] = self._load_run(spec, self.dataset(dataset))
+                ds = self.dataset(dataset)
+                caught: list[LoadWarning] = []
+                with _recording(caught, dataset, run):
+                    self._runs[key] = self._load_run(spec, ds)
+                self._warnings[(dataset, run)] = caught
                 if spec.format != "kitti" and self._load_cache_root([spec.predictions]) is not None:
                     self._reloadable.add(key)
                 self._release_beyond_budget(keep=key)
                 _trim_heap()
             self._runs.move_to_end(key)
             return self._runs[key]
+
+    def load_warnings(self, dataset: str | None = None, runs=None) -> list[LoadWarning]:
+        """The warnings of the loads done so far (GT first, then runs, in config order): of ``dataset`` (None: every
+        dataset) and of its ``runs`` (None: every run; GT warnings are always included). A run let go for the memory
+        budget keeps its warnings (its reload raises the same ones)."""
+        items = self._warnings.copy()  # no lock: a page never waits for a load in another thread
+        order = [(d, None) for d in self.dataset_names] + [(s.dataset, s.name) for s in self.config.runs.values()]
+        keep = None if runs is None else set(runs)
+        return [w for k in order if k in items and (dataset is None or k[0] == dataset)
+                and (k[1] is None or keep is None or k[1] in keep) for w in items[k]]
 
     def _release_beyond_budget(self, keep: tuple[str, str]) -> None:
         """Let go of the least recently used reloadable runs (and their in-memory pairs) while the loaded runs exceed
