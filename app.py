@@ -7,7 +7,8 @@ lives in ``app_pages/`` and is registered here explicitly.
 Run: ``streamlit run app.py`` (the demo benchmark is built on first start). A shared server names the folders it
 serves: ``streamlit run app.py -- --data-root /data/lab`` (repeatable; or ``$OV3D_DATA_ROOT``); configs, data and
 images are read only from those, the demo and the app's cache (``ov3d_app.sources``). ``OV3D_DEMO_DIR`` points the
-demo source at another folder (the tests use a tiny demo).
+demo source at another folder (the tests use a tiny demo); ``OV3D_DEMO_IMAGES`` sets the images per dataset of the
+demo the first start builds (150), in a process of its own (``ov3d_core.demo.build.build_demo_isolated``).
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 #: Environment variable naming the folder of the demo benchmark (tests point it at a tiny demo).
 DEMO_ENV = DEMO_DIR_ENV
+#: Environment variable with the demo's images per dataset (``demo_images``).
+DEMO_IMAGES_ENV = "OV3D_DEMO_IMAGES"
 #: Environment variable with a Hugging Face checkpoint for the prompt lab (else the demo proxy encoder).
 ENCODER_ENV = "OV3D_ENCODER"
 
@@ -101,12 +103,28 @@ def _build_demo(out: Path, state: dict) -> None:
     try:
         import ov3d_core.demo as demo
 
-        cfg = Path(demo.ensure_demo(out, progress=progress)) / "benchmark.yaml"
+        # in a process of its own: multiprocessing's workers would re-run this server's script (app.py)
+        cfg = Path(demo.ensure_demo(out, images=demo_images(), progress=progress, isolated=True)) / "benchmark.yaml"
         if not cfg.is_file():
             raise InputError(cfg.name, None, None, "the demo's benchmark.yaml", Kind("no such file"))
         state["path"] = str(cfg)
     except Exception as exc:  # noqa: BLE001 - shown by the session that polls next
         state["error"] = exc
+
+
+def demo_images() -> int | None:
+    """Images per dataset of the demo this server builds: ``$OV3D_DEMO_IMAGES`` (a smaller demo for a slow machine,
+    or a test), else None (any size already on disk; 150 when it is built)."""
+    raw = os.environ.get(DEMO_IMAGES_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 99_999:
+        raise InputError(DEMO_IMAGES_ENV, None, "images", "an integer in [1, 99999]", Kind("another value"))
+    return n
 
 
 def ensure_demo_config() -> str:

@@ -13,8 +13,10 @@ Layout of the output folder (``data/demo`` by default)::
     runs/<run>__<dataset>.crops.json    crop descriptors aligned with the prediction records
 
 Everything depends only on (seed, dataset, image index): each image draws from its own
-``PCG64(SeedSequence([seed, dataset stream, image index, purpose]))`` stream, so a build with fewer images is a prefix
-of a bigger one and the same seed gives the same bytes. JSON is written with sorted keys and fixed rounding.
+``ov3d_core.demo.rng.Stream([seed, dataset stream, image index, purpose])`` (the raw words of NumPy's PCG64 bit
+generator turned into numbers by transforms written out in that module, so no NumPy release changes the output), so
+a build with fewer images is a prefix of a bigger one and the same seed gives the same bytes. JSON is written with
+sorted keys and fixed rounding.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ov3d_core.demo import detectors as D
 from ov3d_core.demo import jsonfast as J
 from ov3d_core.demo.annotate import annotate
 from ov3d_core.demo.crops import crop_boxes, describe
+from ov3d_core.demo.rng import Stream
 from ov3d_core.demo.scenes import DATASETS, DatasetSpec, make_scene, scene_rng
 from ov3d_core.demo.shapes import build_shape
 from ov3d_core.taxonomy import super_category
@@ -64,7 +67,7 @@ def _sha256(path: Path) -> str:
 def typical_dims(seed: int = 0) -> dict[str, np.ndarray]:
     """Box dimensions of one representative instance per category name (for hallucinated boxes)."""
     out: dict[str, np.ndarray] = {}
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 99])))
+    rng = Stream([int(seed), 99])
     for spec in DATASETS:
         for kind, cat in spec.taxonomy.items():
             if cat is not None and cat not in out:
@@ -451,11 +454,85 @@ def read_manifest(out: str | os.PathLike) -> dict | None:
         return None
 
 
+def build_demo_isolated(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: int = 0,
+                        progress: Progress | None = None) -> dict:
+    """``build_demo`` in a fresh Python process (``python -c``, whose ``__main__`` is no file); returns the manifest.
+
+    For callers whose ``__main__`` must not run again: multiprocessing's forkserver and spawn workers re-import the
+    parent's main module by path, and in a Streamlit server that is the app's script (``app.py`` as
+    ``__mp_main__``: every worker would run the app, without a Streamlit runtime). The child's workers import only
+    this module. Progress and the manifest come back as JSON lines on the child's stdout; its stderr is this
+    process's. The child exits when this process is gone (and its workers then follow it)."""
+    import subprocess
+    import sys
+
+    out = Path(out).resolve()
+    spec = json.dumps({"out": str(out), "images": int(images), "seed": int(seed)})
+    env = dict(os.environ)
+    # the child imports this package from where this process found it (a source tree or an installed copy)
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
+    cmd = [sys.executable, "-c", "import sys; from ov3d_core.demo.build import _isolated_child; "
+           "sys.exit(_isolated_child(sys.argv[1]))", spec]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, text=True,
+                            encoding="utf-8", errors="replace")
+    manifest, error = None, None
+    try:
+        for line in proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue  # a library's own output in a worker
+            if not isinstance(msg, dict):
+                continue
+            if "progress" in msg and progress is not None:
+                progress(float(msg["progress"][0]), str(msg["progress"][1]))
+            elif "manifest" in msg:
+                manifest = msg["manifest"]
+            elif "error" in msg:
+                error = msg["error"]
+    finally:
+        if proc.poll() is None and manifest is None and error is None:
+            proc.kill()  # this thread was interrupted: the child's build stops too
+        rc = proc.wait()
+    if error is not None:
+        kind, text = error
+        raise (FileExistsError if kind == "FileExistsError" else ValueError if kind == "ValueError"
+               else RuntimeError)(text if kind in ("FileExistsError", "ValueError") else f"{kind}: {text}")
+    if manifest is None or rc != 0:
+        raise RuntimeError(f"the demo build process exited with status {rc} (its error is in the log above)")
+    return manifest
+
+
+def _isolated_child(spec: str) -> int:
+    """The child of ``build_demo_isolated``: build, reporting progress, the manifest or an error as JSON lines."""
+    import threading
+
+    args = json.loads(spec)
+    threading.Thread(target=_exit_without, args=(os.getppid(),), name="ov3d-parent-watch", daemon=True).start()
+
+    def say(**msg) -> None:
+        print(json.dumps(msg), flush=True)
+
+    try:
+        manifest = build_demo(args["out"], images=args["images"], seed=args["seed"],
+                              progress=lambda f, m: say(progress=[f, m]))
+    except (FileExistsError, ValueError) as exc:  # the caller's mistake: its message, no traceback
+        say(error=[type(exc).__name__, str(exc)])
+        return 1
+    except Exception as exc:
+        say(error=[type(exc).__name__, str(exc)])
+        raise  # a bug: its traceback goes to stderr
+    say(manifest=manifest)
+    return 0
+
+
 def ensure_demo(out: str | os.PathLike, *, images: int | None = None, seed: int = 0,
-                progress: Progress | None = None) -> Path:
+                progress: Progress | None = None, isolated: bool = False) -> Path:
     """The demo folder ``out``, built first if it is missing, incomplete, from another generator version or seed,
     an annotations-only build, or (when ``images`` is given) of another size. Returns ``out`` (it holds
-    ``benchmark.yaml``). ``progress(fraction, message)`` is called while building."""
+    ``benchmark.yaml``). ``progress(fraction, message)`` is called while building; ``isolated``: the build runs in
+    its own process (``build_demo_isolated``: for a caller such as a Streamlit server)."""
     out = Path(out)
     m = read_manifest(out)
     ok = (m is not None and m.get("generator_version") == GENERATOR_VERSION and m.get("seed") == int(seed)
@@ -463,7 +540,8 @@ def ensure_demo(out: str | os.PathLike, *, images: int | None = None, seed: int 
           and (out / "benchmark.yaml").is_file()
           and all((out / rel).is_file() for rel in m.get("sha256", {})))
     if not ok:
-        build_demo(out, images=DEFAULT_IMAGES if images is None else images, seed=seed, progress=progress)
+        (build_demo_isolated if isolated else build_demo)(out, images=DEFAULT_IMAGES if images is None else images,
+                                                          seed=seed, progress=progress)
     elif progress is not None:
         progress(1.0, "demo benchmark ready")
     return out

@@ -18,17 +18,21 @@ __all__ = ["ARGS", "CHROMIUM", "REPO", "chromium", "open_page", "rss_mib", "serv
 
 @contextlib.contextmanager
 def serve(log: Path, *, env: dict[str, str] | None = None, script_args: tuple[str, ...] = (),
-          drop_env: tuple[str, ...] = ()):
-    """(url, process) of a fresh server; ``env`` is added to (and ``drop_env`` removed from) this environment."""
+          drop_env: tuple[str, ...] = (), app_dir: Path = REPO, watcher: str | None = "none"):
+    """(url, process) of a fresh server; ``env`` is added to (and ``drop_env`` removed from) this environment.
+    ``app_dir``: the folder of the ``app.py`` served (its working directory, whose ``.streamlit`` settings apply);
+    ``watcher``: ``--server.fileWatcherType`` (None: as the settings say)."""
     port = free_port()
     full = {k: v for k, v in os.environ.items() if k not in drop_env}
     full.update(PYTHONUNBUFFERED="1", **(env or {}))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app_dir / "app.py"), "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1"]
+    if watcher is not None:
+        cmd += ["--server.fileWatcherType", watcher]
     if script_args:
         cmd += ["--", *script_args]
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=full, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=app_dir, env=full, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 180
