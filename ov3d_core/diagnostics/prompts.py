@@ -15,12 +15,13 @@ Decisions where the paper is silent:
 - **Drops** are differences of group means in mAP_3D points, positive when the second group is worse:
   ``drop_standard_to_overdetailed = mean(standard) - mean(overdetailed)``.
 - **Formulation sensitivity** (Pro-Bench §D, :func:`formulation_sensitivity`): from a table of per-formulation
-  per-class AP, the largest ΔmAP across formulations (max − min over the formulations with a finite mAP; 0 with one,
-  NaN with none), the best and worst formulation (ties: the first in input order), and Pro-Bench's two named
+  per-class AP, the largest ΔmAP across formulations (max − min over the formulations with a finite mAP; NaN with
+  fewer than two), the best and worst formulation (ties: the first in input order), and Pro-Bench's two named
   differences, ``original − categorical`` and ``template-wrapped − original``, for the formulations the caller names
   in those roles (NaN for a role not given). A formulation's mAP is the mean of its per-class AP over the classes with
   a finite AP (the Omni3D mean over categories with GT, which are the same for every formulation of one run), unless
-  the caller passes the mAP. The per-class largest ΔAP is :class:`ClassPromptSpread`'s ``spread``. The metric is the
+  the caller passes the mAP. The per-class largest ΔAP is :class:`ClassPromptSpread`'s ``spread`` (0 for a class with
+  one finite template, as it always was). The metric is the
   caller's: Pro-Bench uses mAP.5 (2D); Analysis feeds AP3D. :func:`formulation_type_table` gives one row per Pro-Bench
   prompt type (its categorical / original / wrapped triple).
 - **Label flips** compare each template's top-1 label of a prediction with the reference template's. A *flip* is
@@ -257,9 +258,9 @@ class FormulationSensitivity:
 
     @property
     def max_delta(self) -> float:
-        """max − min of mAP over the formulations with a finite mAP (0 with one, NaN with none)."""
+        """max − min of mAP over the formulations with a finite mAP (NaN with fewer than two)."""
         v = self.map[np.isfinite(self.map)]
-        return float(v.max() - v.min()) if v.size else float("nan")
+        return float(v.max() - v.min()) if v.size >= 2 else float("nan")
 
     @property
     def best_formulation(self) -> str | None:
@@ -376,18 +377,20 @@ def formulation_type_table(formulation_map: Mapping[str, float],
 
     Returns:
         ``type``, ``categorical``, ``original``, ``wrapped`` (mAP), ``delta_original_minus_categorical``,
-        ``delta_wrapped_minus_original``, ``max_delta`` (over the finite ones of the three), ``best_formulation``.
+        ``delta_wrapped_minus_original``, ``max_delta`` (over the finite ones of the three) and ``best_formulation``
+        (None and NaN when fewer than two of the three have an mAP: a type whose original is not scored has no
+        sensitivity to report).
     """
     rows = []
     for ptype, roles in role_sets.items():
         ids = {r: roles.get(r) for r in FORMULATION_ROLES}
         val = {r: float(formulation_map.get(f, np.nan)) if f is not None else float("nan") for r, f in ids.items()}
         v = np.array([val[r] for r in FORMULATION_ROLES])
-        i = _finite_argext(v, True)
         fin = v[np.isfinite(v)]
+        i = _finite_argext(v, True) if fin.size >= 2 else None
         rows.append({"type": ptype, **val, "delta_original_minus_categorical": val["original"] - val["categorical"],
                      "delta_wrapped_minus_original": val["wrapped"] - val["original"],
-                     "max_delta": float(fin.max() - fin.min()) if fin.size else float("nan"),
+                     "max_delta": float(fin.max() - fin.min()) if fin.size >= 2 else float("nan"),
                      "best_formulation": None if i is None else ids[FORMULATION_ROLES[i]]})
     out = pd.DataFrame(rows, columns=["type", *FORMULATION_ROLES, "delta_original_minus_categorical",
                                       "delta_wrapped_minus_original", "max_delta", "best_formulation"])
