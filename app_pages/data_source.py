@@ -69,7 +69,7 @@ def _result() -> None:
         _open(res["path"])
     c2.download_button("Download the config", res["text"].encode("utf-8"), file_name="benchmark.yaml",
                        mime="application/x-yaml", on_click="ignore", icon=":material/download:")
-    st.caption(f"Written to `{ui.md(res['path'])}`. Lines marked \"guessed\" are guesses; check them.")
+    st.caption(f"Written to {ui.code(res['path'])}. Lines marked \"guessed\" are guesses; check them.")
     with st.expander("The config"):
         st.code(res["text"], language="yaml")
 
@@ -102,12 +102,13 @@ with upload:
 
 with scan:
     roots = sources.allowed_roots()
-    st.caption("Folders this server reads from: " + ", ".join(f"`{ui.md(sources.display_path(r))}`"
-                                                              for r in roots))
+    st.caption("Folders this server reads from: " + ", ".join(ui.code(sources.display_path(r)) for r in roots))
     folder = st.text_input("Folder", placeholder="data/my_benchmark", key="scan_folder",
                            help="Searched recursively, as `ov3d init FOLDER` does. The config is written into "
                                 "the app's cache, not into the folder.")
     if st.button("Scan", icon=":material/search:", disabled=not folder.strip(), key="scan_go"):
+        if not sources.is_under_roots(folder.strip(), roots):  # the same words whether the folder exists or not
+            st.info(sources.ALLOW_ROOT_HINT, icon=":material/lock_open:")
         with ui.guard("The scan"), st.spinner("Looking at the files…"):
             _remember(sources.config_for_folder(folder.strip(), roots=roots))
 

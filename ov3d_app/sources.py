@@ -34,6 +34,13 @@ APP_CACHE_ENV = "OV3D_APP_CACHE"
 #: The command line flag of the server (after ``--`` on the ``streamlit run`` line).
 DATA_ROOT_FLAG = "--data-root"
 _SAFE = re.compile(r"[^A-Za-z0-9._ +-]")
+#: What the Data source page says first when a folder outside the allowed roots is refused (the same text whether
+#: that folder exists or not). Only whoever starts the server can add a root; nothing a visitor sends adds one.
+ALLOW_ROOT_HINT = (
+    "**This server reads only from its allowed folders** (listed above). To use another folder, whoever runs the "
+    f"server restarts it with that folder as a data root: `streamlit run app.py -- {DATA_ROOT_FLAG} DIR` "
+    f"(repeatable), or `{DATA_ROOT_ENV}=DIR streamlit run app.py` (several folders separated by `:`). A visitor "
+    "cannot add a folder from the browser; the **Upload files** tab takes the files instead.")
 IMAGE_EXTS = (".jpg", ".jpeg", ".png")
 
 
@@ -281,6 +288,6 @@ def scan_summary(scan) -> dict[str, list[dict]]:
     return {"datasets": datasets, "runs": runs, "skipped": skipped}
 
 
-__all__ = ["APP_CACHE_ENV", "DATA_ROOT_ENV", "DATA_ROOT_FLAG", "FolderConfig", "Upload", "allowed_roots",
+__all__ = ["ALLOW_ROOT_HINT", "APP_CACHE_ENV", "DATA_ROOT_ENV", "DATA_ROOT_FLAG", "FolderConfig", "Upload", "allowed_roots",
            "app_cache_dir", "config_for_folder", "display_path", "is_under_roots", "safe_parts", "scan_summary",
            "server_data_roots", "store_upload", "upload_layout"]

@@ -241,6 +241,16 @@ def md(text: Any) -> str:
                                                        else m.group(2) + "\\"), "".join(parts), count=1)
 
 
+def code(text: Any) -> str:
+    """``text`` as an inline code span for Streamlit markdown, shown exactly as typed: nothing is escaped inside it
+    (a backslash in a code span is printed, so ``md`` inside backticks showed ``.ov3d\\_cache``), and it is fenced
+    with more backticks than it holds, on one line."""
+    one = " ".join(str(text).splitlines())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", one)), default=0) + 1)
+    pad = " " if one.startswith("`") or one.endswith("`") else ""
+    return f"{fence}{pad}{one}{pad}{fence}"
+
+
 def _safe_got(got: Any) -> Any:
     """What an error may say it found: a kind (``Kind``, from the loaders), numbers, short lists of numbers;
     anything else (a string or structure read from a file) only as its kind, never its text."""
