@@ -55,13 +55,6 @@ class GTObject:
     noun: str
 
 
-#: The ``clip`` ufunc that ``np.clip`` ends in for float arrays (without its Python-level argument handling).
-try:
-    _clip = np._core.umath.clip
-except AttributeError:  # pragma: no cover - numpy < 2
-    _clip = np.clip
-
-
 def projected_box2d_fast(corners: np.ndarray, K: np.ndarray, width: float, height: float
                          ) -> tuple[np.ndarray, np.ndarray]:
     """``ov3d_core.geometry.boxes.projected_box2d(corners, K, width, height)`` with fewer numpy calls (it runs a dozen
@@ -76,7 +69,7 @@ def projected_box2d_fast(corners: np.ndarray, K: np.ndarray, width: float, heigh
     if none_front.any():
         proj[none_front] = -1.0
     hi = np.array([width - 1.0, height - 1.0, width - 1.0, height - 1.0])
-    trunc = _clip(proj, 0.0, hi)
+    trunc = np.clip(proj, 0.0, hi)
     off = none_front | (proj[:, 2:] < 0).any(axis=1) | (proj[:, :2] > hi[:2]).any(axis=1) | \
         (trunc[:, 2:] <= trunc[:, :2]).any(axis=1)
     if off.any():
@@ -163,7 +156,7 @@ def annotate(scene: Scene, render=None, json_records: bool = False) -> tuple[lis
     area_p = np.maximum(proj[:, 2] - proj[:, 0], 0) * np.maximum(proj[:, 3] - proj[:, 1], 0)
     area_t = np.maximum(trunc[:, 2] - trunc[:, 0], 0) * np.maximum(trunc[:, 3] - trunc[:, 1], 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        truncation = np.where(area_p > 0, _clip(1.0 - area_t / area_p, 0.0, 1.0), 1.0)
+        truncation = np.where(area_p > 0, np.clip(1.0 - area_t / area_p, 0.0, 1.0), 1.0)
     tight = np.full((n, 4), -1.0)
     seg_pts = np.full(n, -1, np.int64)
     lidar_pts = np.full(n, -1, np.int64)

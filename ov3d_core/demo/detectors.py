@@ -38,15 +38,14 @@ deletes, so AP of van / truck / desk / sofa rises under the oracle while car AP 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate
 
 import numpy as np
 
 from ov3d_core.demo.annotate import GTObject, projected_box2d_fast
-from ov3d_core.demo.scenes import DatasetSpec, Scene, _uniform
+from ov3d_core.demo.rng import Stream
+from ov3d_core.demo.scenes import DatasetSpec, Scene
 from ov3d_core.geometry.boxes import corners_from_pose
 
 # ------------------------------------------------------------------------------------------------ vocabularies
@@ -286,50 +285,13 @@ def _neighbours_cached(category: str, kind: str, style: str, vocab: tuple[str, .
     return tuple((k, v) for k, v in table.items() if k in vocab and k != category and v > 0)
 
 
-def _np_sum(w: list[float]) -> float:
-    """``np.array(w).sum()`` bit for bit for short lists: numpy's pairwise summation (8 partial sums from 8 values on,
-    a plain loop below; exact up to its 128-value block size)."""
-    n = len(w)
-    if n < 8:
-        res = 0.0
-        for v in w:
-            res += v
-        return res
-    if n > 128:
-        return float(np.array(w, float).sum())
-    r = w[:8]
-    i = 8
-    while i < n - n % 8:
-        for j in range(8):
-            r[j] += w[i + j]
-        i += 8
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-    for v in w[i:]:
-        res += v
-    return res
-
-
-def _choose(rng, weights: dict) -> str:
-    """A name drawn with probability proportional to its weight (one ``random()`` draw against the normalised
-    cumulative weights of the sorted names, as ``np.searchsorted(np.cumsum(w) / w.sum(), u, "right")``)."""
-    names = sorted(weights)
-    w = [float(weights[n]) for n in names]
-    total = _np_sum(w)
-    u = rng.random()
-    if not total > 0:  # degenerate weights: numpy's nan arithmetic
-        cdf = np.cumsum(np.array(w)) / np.array(w).sum()
-        return names[int(np.searchsorted(cdf, u, side="right").clip(0, len(names) - 1))]
-    cdf = [c / total for c in accumulate(w)]
-    return names[min(bisect_right(cdf, u), len(names) - 1)]
-
-
 def _choose_wrong(rng, profile: ErrorProfile, label: str, kind_table: dict, vocab) -> str | None:
     attractors = {k: v for k, v in profile.attractors.items() if k in vocab and k != label}
     if attractors and rng.random() < profile.attractor_jump:
-        return _choose(rng, attractors)
+        return rng.weighted_choice(attractors)
     if not kind_table:
         return None
-    return _choose(rng, {n: kind_table[n] * profile.attractors.get(n, 1.0) for n in kind_table})
+    return rng.weighted_choice({n: kind_table[n] * profile.attractors.get(n, 1.0) for n in kind_table})
 
 
 def _calibrate(profile: ErrorProfile, raw: float) -> float:
@@ -349,7 +311,7 @@ def _perturb(rng, profile: ErrorProfile, ood: bool, center, dims, R, W, H, box2d
     centre, size and yaw noise, and a jittered 2D box. (Scalar Python arithmetic: this runs ~10^6 times in an
     Omni3D-scale annotations-only build.) Returns plain lists (centre, dims, rotation rows, XYXY box)."""
     cx, cy, cz = center.tolist() if isinstance(center, np.ndarray) else center
-    nrm = rng.normal(0.0, 1.0, 11).tolist()
+    nrm = rng.normals(0.0, 1.0, 11)
     sigma = (profile.depth_sigma + profile.depth_sigma_per_10m * max(cz, 0.0) / 10.0) * scale_noise
     bias = profile.depth_bias + (profile.ood_depth_bias if ood else 0.0)
     s = math.exp(bias + sigma * nrm[0])
@@ -397,7 +359,7 @@ def _ground_box(rng, scene: Scene, shape_dims, yaw_layout: float):
     Kinv = _inv_K(spec)
     R_wc = scene.R_cw.T
     for _ in range(8):
-        u, v = _uniform(rng, 0.05 * W, 0.95 * W), _uniform(rng, 0.45 * H, 0.98 * H)
+        u, v = rng.uniform(0.05 * W, 0.95 * W), rng.uniform(0.45 * H, 0.98 * H)
         d_cam = Kinv @ np.array([u, v, 1.0])
         d_world = R_wc @ d_cam
         if d_world[1] <= 1e-3:
@@ -434,7 +396,7 @@ class GTTable:
             self.trunc_l = trunc_box.tolist()
 
 
-def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.random.Generator,
+def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: Stream,
              typical_dims: dict, table: GTTable | None = None) -> list[Pred]:
     """Predictions of ``profile`` on one image, sorted by descending score (at most ``max_dets``). ``table``: the
     image's :class:`GTTable` (built here when not given)."""
@@ -476,14 +438,13 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
         label = labels[j]
         dj = draws[j]
         quality = 0.55 + 0.45 * vis_l[j] * min(1.0, size_l[j] / 0.8)
-        # rng.standard_normal() == rng.normal() (loc 0, scale 1), a cheaper call
         raw = min(max(score_mean * quality + 0.08 * rng.standard_normal(), 0.02), 0.98)
         origin = "object"
         if dj[1] < conf_p:
             wrong = _choose_wrong(rng, profile, label, _neighbours(label, kind, spec, vocab), vocab)
             if wrong is not None:
                 label = wrong
-                raw *= _uniform(rng, 0.6, 0.95)
+                raw *= rng.uniform(0.6, 0.95)
         c, d, Rp, b = _perturb(rng, profile, ood, center_l[j], dims_l[j], R_l[j], W, H, trunc_l[j])
         if c[2] <= 0.3:
             continue
@@ -495,12 +456,12 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
             alt = _choose_wrong(rng, profile, label, alt_table, vocab)
             if alt is not None and alt != label:
                 c2, d2, R2, b2 = _perturb(rng, profile, ood, c, d, Rp, W, H, b, scale_noise=0.25)
-                raw2 = raw * profile.second_score * _uniform(rng, 0.55, 1.0)
+                raw2 = raw * profile.second_score * rng.uniform(0.55, 1.0)
                 preds.append(Pred(alt, _calibrate(profile, raw2), c2, d2, R2, b2, "second", ann_id))
         if dj[3] < duplicates:
             c2, d2, R2, b2 = _perturb(rng, profile, ood, c, d, Rp, W, H, b, scale_noise=1.0)
             if c2[2] > 0.3:
-                raw2 = raw * _uniform(rng, 0.3, 0.75)
+                raw2 = raw * rng.uniform(0.3, 0.75)
                 preds.append(Pred(label, _calibrate(profile, raw2), c2, d2, R2, b2, "duplicate", ann_id))
     # hallucinations: classes absent from the image, on empty floor / road
     present = {CLOSED_LABEL.get(g.category) if closed else g.category for g in gts}
@@ -509,11 +470,11 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: np.r
     n_h = int(rng.poisson(lam)) if absent else 0
     hall = []
     for _ in range(n_h):
-        cat = _choose(rng, {c: profile.attractors.get(c, 1.0) for c in absent})
+        cat = rng.weighted_choice({c: profile.attractors.get(c, 1.0) for c in absent})
         dims = np.asarray(typical_dims[cat], float) * np.exp(rng.normal(0, 0.1, 3))
-        pose = _ground_box(rng, scene, dims, _uniform(rng, 0, 2 * math.pi))
+        pose = _ground_box(rng, scene, dims, rng.uniform(0, 2 * math.pi))
         if pose is not None:
-            hall.append((cat, dims, pose, _uniform(rng, *profile.halluc_score)))
+            hall.append((cat, dims, pose, rng.uniform(*profile.halluc_score)))
     if hall:
         hc = corners_from_pose(np.array([h[2][0] for h in hall]), np.array([h[1] for h in hall]),
                                np.array([h[2][1] for h in hall]))

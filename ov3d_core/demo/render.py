@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from ov3d_core.demo import scenes as S
+from ov3d_core.demo.rng import Stream
 from ov3d_core.demo.scenes import rotate
 from ov3d_core.demo.shapes import EMISSIVE, GLASS, GLOSSY
 
@@ -230,7 +231,7 @@ def _sensor(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     yy, xx = np.mgrid[0:height, 0:width]
     r2 = ((xx - width / 2) / (width / 2)) ** 2 + ((yy - height / 2) / (height / 2)) ** 2
     vign = (255.0 * (1.0 - 0.12 * r2)).astype(np.float32).ravel()
-    noise = np.random.Generator(np.random.PCG64(12345)).normal(0, 0.8, 2 * width * height).astype(np.float32)
+    noise = Stream(12345).normal(0, 0.8, 2 * width * height).astype(np.float32)
     vign.flags.writeable = False
     noise.flags.writeable = False
     return vign, noise

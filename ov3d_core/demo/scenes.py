@@ -19,12 +19,11 @@ barriers, which its vocabulary has no name for).
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
+from ov3d_core.demo.rng import Stream
 from ov3d_core.demo.shapes import COLOURS, Shape, build_shape
 from ov3d_core.geometry.boxes import rotation_y
 from ov3d_core.taxonomy import OMNI3D_NAME_TO_ID
@@ -143,36 +142,6 @@ def rotate(pts: np.ndarray, M: np.ndarray) -> np.ndarray:
     """``pts @ M.T`` for (n, 3) points without BLAS (BLAS threads are slow for thin matrices on a busy machine)."""
     pts = np.asarray(pts)
     return np.einsum("...j,kj->...k", pts, np.asarray(M, dtype=pts.dtype if pts.dtype == np.float32 else None))
-
-
-# Cheaper equivalents of scalar numpy draws (same stream, same values bit for bit; the layouts make ~10^2 draws per
-# image, and a scalar ``Generator.uniform`` / ``choice`` call costs 4-20x a ``random()`` call):
-def _uniform(rng: np.random.Generator, lo, hi) -> float:
-    """``rng.uniform(lo, hi)`` for scalars: numpy computes ``lo + (hi - lo) * next_double``."""
-    lo = float(lo)
-    span = float(hi) - lo
-    if not span >= 0:
-        raise ValueError("high - low < 0")
-    return lo + span * rng.random()
-
-
-def _choice(rng: np.random.Generator, seq):
-    """``rng.choice(seq)`` without weights (numpy draws ``integers(0, len(seq))``), as the Python element."""
-    return seq[int(rng.integers(len(seq)))]
-
-
-@lru_cache(maxsize=256)
-def _cdf(weights: tuple) -> tuple:
-    """The cumulative distribution ``rng.choice(..., p=w / w.sum())`` searches (numpy: cumsum, then / cdf[-1])."""
-    w = np.asarray(weights, float)
-    cdf = (w / w.sum()).cumsum()
-    cdf /= cdf[-1]
-    return tuple(cdf.tolist())
-
-
-def _choice_p(rng: np.random.Generator, weights: tuple) -> int:
-    """``int(rng.choice(len(weights), p=w / w.sum()))``: one ``random()`` draw searched in the cdf (side right)."""
-    return bisect_right(_cdf(weights), rng.random())
 
 
 # ------------------------------------------------------------------------------------------------ scene model
@@ -359,7 +328,7 @@ def _quad_overlap(p, q) -> bool:
 class Layout:
     """Places objects without overlaps inside ``bounds`` = (x0, x1, z0, z1)."""
 
-    def __init__(self, rng: np.random.Generator, taxonomy: dict, bounds, keep_clear=(), mesh: bool = True):
+    def __init__(self, rng: Stream, taxonomy: dict, bounds, keep_clear=(), mesh: bool = True):
         self.rng = rng
         self.mesh = mesh
         self.taxonomy = taxonomy
@@ -440,8 +409,8 @@ class Layout:
         da = 0.0 if heading is None else heading
         du, dv = abs(sup.l - l) / 2, abs(sup.w - w) / 2
         for _ in range(tries):
-            uu = float(np.clip(_uniform(self.rng, -du, du) if u is None else u, -du, du))
-            vv = float(np.clip(_uniform(self.rng, -dv, dv) if v is None else v, -dv, dv))
+            uu = float(np.clip(self.rng.uniform(-du, du) if u is None else u, -du, du))
+            vv = float(np.clip(self.rng.uniform(-dv, dv) if v is None else v, -dv, dv))
             surf = sup.shape.surface_height(uu - l / 2, uu + l / 2, -vv - w / 2, -vv + w / 2)
             c, s = np.cos(sup.heading), np.sin(sup.heading)
             x = sup.x + c * uu - s * vv
@@ -462,16 +431,16 @@ def _wall_pose(layout: Layout, wall: str, shape: Shape, gap: float, along: float
     rng = layout.rng
     if wall == "left":
         a, x = 0.0, x0 + l / 2 + gap
-        z = _uniform(rng, z0 + w / 2, z1 - w / 2) if along is None else along
+        z = rng.uniform(z0 + w / 2, z1 - w / 2) if along is None else along
     elif wall == "right":
         a, x = np.pi, x1 - l / 2 - gap
-        z = _uniform(rng, z0 + w / 2, z1 - w / 2) if along is None else along
+        z = rng.uniform(z0 + w / 2, z1 - w / 2) if along is None else along
     elif wall == "far":
         a, z = -np.pi / 2, z1 - l / 2 - gap
-        x = _uniform(rng, x0 + w / 2, x1 - w / 2) if along is None else along
+        x = rng.uniform(x0 + w / 2, x1 - w / 2) if along is None else along
     else:  # near
         a, z = np.pi / 2, z0 + l / 2 + gap
-        x = _uniform(rng, x0 + w / 2, x1 - w / 2) if along is None else along
+        x = rng.uniform(x0 + w / 2, x1 - w / 2) if along is None else along
     return x, z, a
 
 
@@ -481,8 +450,8 @@ def against_wall(layout: Layout, kind: str, walls=("left", "right", "far"), gap=
     weights = tuple(3.0 if wl == "far" else 2.0 if wl in ("left", "right") else 0.6 for wl in walls)
 
     def sampler(shape):
-        wall = walls[_choice_p(rng, weights)]
-        x, z, a = _wall_pose(layout, wall, shape, _uniform(rng, *gap))
+        wall = walls[rng.choice_index(weights)]
+        x, z, a = _wall_pose(layout, wall, shape, rng.uniform(*gap))
         return x, z, a, base
 
     return layout.try_place(kind, sampler, tries, shape=shape, clear_front=clear_front)
@@ -493,8 +462,8 @@ def free_standing(layout: Layout, kind: str, region=None, snap=True, tries=25, s
     x0, x1, z0, z1 = region or layout.bounds
 
     def sampler(shape):
-        a = rng.integers(4) * np.pi / 2 + (rng.normal(0, 0.12) if snap else _uniform(rng, 0, 2 * np.pi))
-        return _uniform(rng, x0, x1), _uniform(rng, z0, z1), a, 0.0
+        a = rng.integers(4) * np.pi / 2 + (rng.normal(0, 0.12) if snap else rng.uniform(0, 2 * np.pi))
+        return rng.uniform(x0, x1), rng.uniform(z0, z1), a, 0.0
 
     return layout.try_place(kind, sampler, tries, shape=shape)
 
@@ -523,7 +492,7 @@ def around(layout: Layout, kind: str, center: int, n: int, gap=(0.03, 0.15), end
         slot = slots[si]
         shape = layout.shape(kind)
         cl = shape.dims[2]
-        g = _uniform(rng, *gap)
+        g = rng.uniform(*gap)
         c, s = np.cos(t.heading), np.sin(t.heading)
         if slot[0] == "r":
             ang = slot[1]
@@ -549,7 +518,7 @@ def beside(layout: Layout, kind: str, anchor: int, side: int, gap=(0.03, 0.12), 
     """Place ``kind`` next to ``anchor`` along its local z (side -1/+1), same heading, backs aligned."""
     t = layout.objects[anchor]
     shape = layout.shape(kind)
-    g = _uniform(layout.rng, *gap)
+    g = layout.rng.uniform(*gap)
     u = -t.l / 2 + shape.dims[2] / 2 if flush_back else 0.0
     v = side * (t.w / 2 + shape.dims[0] / 2 + g)
     c, s = np.cos(t.heading), np.sin(t.heading)
@@ -562,7 +531,7 @@ def beside(layout: Layout, kind: str, anchor: int, side: int, gap=(0.03, 0.12), 
 def in_front(layout: Layout, kind: str, anchor: int, dist=(0.35, 0.6), turn=0.0, jitter=0.1) -> int | None:
     t = layout.objects[anchor]
     shape = layout.shape(kind)
-    d = _uniform(layout.rng, *dist)
+    d = layout.rng.uniform(*dist)
     u = t.l / 2 + d + shape.dims[2] / 2
     v = layout.rng.normal(0, jitter)
     c, s = np.cos(t.heading), np.sin(t.heading)
@@ -581,7 +550,7 @@ def on_wall(layout: Layout, kind: str, height_center=(1.3, 1.7), walls=("left", 
     def sampler(shape):
         wall = walls[int(rng.integers(len(walls)))]
         x, z, a = _wall_pose(layout, wall, shape, 0.005)
-        base = _uniform(rng, *height_center) - shape.dims[1] / 2
+        base = rng.uniform(*height_center) - shape.dims[1] / 2
         return x, z, a, max(base, 0.0)
 
     return layout.try_place(kind, sampler, tries, margin=0.05)
@@ -594,15 +563,15 @@ WALL_COLOURS = ("white", "off-white", "cream", "beige", "light grey", "light blu
 
 def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
     if kind == "bathroom":
-        rw, rd = _uniform(rng, 2.6, 3.6), _uniform(rng, 3.0, 4.2)
+        rw, rd = rng.uniform(2.6, 3.6), rng.uniform(3.0, 4.2)
     else:
-        rw, rd = _uniform(rng, 3.8, 6.5), _uniform(rng, 4.2, 7.0)
-    height = _uniform(rng, 2.5, 3.0)
-    cam_h = _uniform(rng, *spec.cam_height)
-    cx = rw * _uniform(rng, 0.3, 0.7)
-    cz = _uniform(rng, 0.25, 0.7)
-    psi = _uniform(rng, -0.42, 0.42)
-    pitch = np.deg2rad(_uniform(rng, *spec.pitch_deg))
+        rw, rd = rng.uniform(3.8, 6.5), rng.uniform(4.2, 7.0)
+    height = rng.uniform(2.5, 3.0)
+    cam_h = rng.uniform(*spec.cam_height)
+    cx = rw * rng.uniform(0.3, 0.7)
+    cz = rng.uniform(0.25, 0.7)
+    psi = rng.uniform(-0.42, 0.42)
+    pitch = np.deg2rad(rng.uniform(*spec.pitch_deg))
     roll = np.deg2rad(rng.normal(0, 1.0))
     tax = spec.taxonomy
     lay = Layout(rng, tax, (0.0, rw, 0.0, rd), keep_clear=[(cx, cz, 0.45)], mesh=mesh)
@@ -624,14 +593,14 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
                 for side in (-1, 1)[: int(rng.integers(1, 3))]:
                     t = lay.objects[ct]
                     shape = lay.shape("armchair")
-                    v = side * (t.w / 2 + shape.dims[2] / 2 + _uniform(rng, 0.15, 0.4))
+                    v = side * (t.w / 2 + shape.dims[2] / 2 + rng.uniform(0.15, 0.4))
                     c, sn = np.cos(t.heading), np.sin(t.heading)
                     x, z = t.x - sn * v, t.z + c * v
                     a = t.heading - side * np.pi / 2 + rng.normal(0, 0.25)
                     if lay.fits(x, z, a, shape.dims[2], shape.dims[0], 0, shape.dims[1]):
                         lay.add("armchair", shape, x, z, a)
             if maybe(0.6):
-                beside(lay, "floor_lamp", s, int(_choice(rng, [-1, 1])))
+                beside(lay, "floor_lamp", s, int(rng.choice([-1, 1])))
         if maybe(0.55):
             tv_stand = wall("sideboard")
             if tv_stand is not None:
@@ -669,7 +638,7 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
             wall("shelves")
         on_wall(lay, "picture")
     elif kind == "kitchen":
-        wl = str(_choice(rng, ["left", "right", "far"]))
+        wl = str(rng.choice(["left", "right", "far"]))
         items = ["kitchen_cabinet", "kitchen_sink", "kitchen_cabinet", "stove", "kitchen_cabinet", "refrigerator"]
         if maybe(0.5):
             items.insert(int(rng.integers(len(items))), "washing_machine")
@@ -687,7 +656,7 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
                 prev = nxt if nxt is not None else prev
         cabs = [i for i, o in enumerate(lay.objects) if o.kind == "kitchen_cabinet"]
         if cabs and maybe(0.7):
-            lay.on_top("oven" if maybe(0.5) else "cardboard_box", int(_choice(rng, cabs)), u=0.0)
+            lay.on_top("oven" if maybe(0.5) else "cardboard_box", int(rng.choice(cabs)), u=0.0)
         elif maybe(0.5):
             wall("oven")
         t = free_standing(lay, "dining_table", region=(1.0, rw - 1.0, 1.5, rd - 0.8))
@@ -704,7 +673,7 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
         if maybe(0.4):
             wall("washing_machine", gap=(0.0, 0.02))
         if maybe(0.4):
-            wall(str(_choice(rng, ["sideboard", "shelves"])), gap=(0.0, 0.02))
+            wall(str(rng.choice(["sideboard", "shelves"])), gap=(0.0, 0.02))
     else:  # office
         for _ in range(int(rng.integers(1, 4))):
             d = wall("desk")
@@ -723,7 +692,7 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
             wall("cardboard_box")
         shelves_i = [i for i, o in enumerate(lay.objects) if o.kind in ("shelves", "filing_cabinet")]
         if shelves_i and maybe(0.5):
-            lay.on_top("cardboard_box", int(_choice(rng, shelves_i)))
+            lay.on_top("cardboard_box", int(rng.choice(shelves_i)))
         if maybe(0.7):
             wall("trash_bin")
         if maybe(0.4):
@@ -745,27 +714,27 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
     if kind in ("living", "office", "kitchen") and maybe(0.3):
         f = np.array([np.sin(psi), np.cos(psi)])
         r = np.array([np.cos(psi), -np.sin(psi)])
-        d, side = _uniform(rng, 1.0, 1.8), _choice(rng, [-1.0, 1.0])
-        p = np.array([cx, cz]) + f * d + r * side * d * _uniform(rng, 0.55, 0.8)
+        d, side = rng.uniform(1.0, 1.8), rng.choice([-1.0, 1.0])
+        p = np.array([cx, cz]) + f * d + r * side * d * rng.uniform(0.55, 0.8)
         shape = lay.shape("dining_chair" if maybe(0.5) else "office_chair")
-        a = _uniform(rng, 0, 2 * np.pi)
+        a = rng.uniform(0, 2 * np.pi)
         if lay.fits(p[0], p[1], a, shape.dims[2], shape.dims[0], 0, shape.dims[1]):
             lay.add(shape.kind, shape, p[0], p[1], a)
 
     floor_mat = {"bathroom": BG_FLOOR_TILE, "kitchen": BG_FLOOR_TILE if rng.random() < 0.7 else BG_FLOOR_WOOD,
                  "bedroom": BG_CARPET if rng.random() < 0.5 else BG_FLOOR_WOOD}.get(
         kind, BG_FLOOR_WOOD if rng.random() < 0.7 else BG_CARPET)
-    floor_col = {BG_FLOOR_WOOD: str(_choice(rng, ["oak", "light wood", "walnut"])),
-                 BG_FLOOR_TILE: str(_choice(rng, ["white", "light grey", "beige", "grey"])),
-                 BG_CARPET: str(_choice(rng, ["grey", "beige", "blue", "brown", "dark grey"]))}[floor_mat]
-    wall_col = str(_choice(rng, WALL_COLOURS if kind != "bathroom" else ("white", "light blue", "off-white")))
+    floor_col = {BG_FLOOR_WOOD: str(rng.choice(["oak", "light wood", "walnut"])),
+                 BG_FLOOR_TILE: str(rng.choice(["white", "light grey", "beige", "grey"])),
+                 BG_CARPET: str(rng.choice(["grey", "beige", "blue", "brown", "dark grey"]))}[floor_mat]
+    wall_col = str(rng.choice(WALL_COLOURS if kind != "bathroom" else ("white", "light blue", "off-white")))
     t = 0.1
     bg = [Background((-t, -t, -t), (rw + t, 0.0, rd + t), floor_mat, floor_col, COLOURS[floor_col]),
           Background((-t, height, -t), (rw + t, height + t, rd + t), BG_CEILING, "white", COLOURS["white"])]
     for lo, hi in (((-t, 0, -t), (0.0, height, rd + t)), ((rw, 0, -t), (rw + t, height, rd + t)),
                    ((-t, 0, rd), (rw + t, height, rd + t)), ((-t, 0, -t), (rw + t, height, 0.0))):
         bg.append(Background(lo, hi, BG_WALL, wall_col, COLOURS[wall_col]))
-    light = (_uniform(rng, -0.5, 0.5), 1.0, _uniform(rng, -0.2, 0.6))
+    light = (rng.uniform(-0.5, 0.5), 1.0, rng.uniform(-0.2, 0.6))
     return Scene(spec, 0, 0, kind, cx, cz, psi, cam_h, pitch, roll, lay.objects, bg,
                  light_dir_world=tuple(float(v) for v in light))
 
@@ -774,20 +743,20 @@ def _room(rng, spec: DatasetSpec, kind: str, mesh: bool = True) -> Scene:
 def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) -> Scene:
     av = spec.style == "av"
     tax = spec.taxonomy
-    lane_w = _uniform(rng, 3.2, 3.6)
+    lane_w = rng.uniform(3.2, 3.6)
     n_right = int(rng.integers(1, 3))
     n_left = int(rng.integers(1, 3))
     park_r, park_l = rng.random() < 0.65, rng.random() < 0.55
     x_road_r = n_right * lane_w + (2.3 if park_r else 0.0)
     x_road_l = -(n_left * lane_w + (2.3 if park_l else 0.0))
-    sw_r, sw_l = _uniform(rng, 2.5, 4.5), _uniform(rng, 2.5, 4.5)
+    sw_r, sw_l = rng.uniform(2.5, 4.5), rng.uniform(2.5, 4.5)
     tram = (not av) and rng.random() < 0.22
     cam_lane = int(rng.integers(n_right))
     cx = (cam_lane + 0.5) * lane_w + rng.normal(0, 0.2)
     cz = 0.0
     psi = rng.normal(0, 0.03)
-    cam_h = _uniform(rng, *spec.cam_height)
-    pitch = np.deg2rad(_uniform(rng, *spec.pitch_deg))
+    cam_h = rng.uniform(*spec.cam_height)
+    pitch = np.deg2rad(rng.uniform(*spec.pitch_deg))
     roll = np.deg2rad(rng.normal(0, 0.3))
     z_far = 140.0
     lay = Layout(rng, tax, (x_road_l - sw_l, x_road_r + sw_r, -25.0, z_far), keep_clear=[(cx, cz, 2.6)],
@@ -795,7 +764,7 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) ->
 
     def kinds(table):
         names, p = zip(*table)
-        return names[_choice_p(rng, p)]
+        return names[rng.choice_index(p)]
 
     if av:
         veh = (("sedan", 30), ("hatchback", 10), ("suv", 20), ("pickup", 8), ("minivan", 8), ("delivery_van", 5),
@@ -823,36 +792,36 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) ->
 
     for i in range(n_right):
         xc = (i + 0.5) * lane_w
-        z0 = _uniform(rng, 6.0, 15.0) if i == cam_lane else _uniform(rng, -5.0, 10.0)
-        lane_traffic(xc, 1, z0, _uniform(rng, 0.5, 1.3))
+        z0 = rng.uniform(6.0, 15.0) if i == cam_lane else rng.uniform(-5.0, 10.0)
+        lane_traffic(xc, 1, z0, rng.uniform(0.5, 1.3))
     for i in range(n_left):
         xc = -(i + 0.5) * lane_w
         if tram and i == n_left - 1 and n_left > 1:
             continue
-        lane_traffic(xc, -1, _uniform(rng, -5.0, 12.0), _uniform(rng, 0.4, 1.2))
+        lane_traffic(xc, -1, rng.uniform(-5.0, 12.0), rng.uniform(0.4, 1.2))
     if tram:
         xt = -(n_left - 0.5) * lane_w if n_left > 1 else -0.5 * lane_w
         shape = lay.shape("tram")
-        z = _uniform(rng, 12.0, 60.0)
+        z = rng.uniform(12.0, 60.0)
         a = (-np.pi / 2 if rng.random() < 0.5 else np.pi / 2) + rng.normal(0, 0.01)
         lay.remove(lambda o: not (abs(o.x - xt) < lane_w / 2 + 1.0 and abs(o.z - z) < shape.dims[2] / 2 + o.l / 2 + 2))
         if lay.fits(xt, z, a, shape.dims[2], shape.dims[0], 0.0, shape.dims[1], margin=0.2):
             lay.add("tram", shape, xt, z, a)
 
     def parking(x_edge, side):
-        z = _uniform(rng, -7.0, 4.0)
+        z = rng.uniform(-7.0, 4.0)
         while z < 55:
             if rng.random() < 0.4:
-                z += _uniform(rng, 4.0, 12.0)
+                z += rng.uniform(4.0, 12.0)
                 continue
             kind = kinds(parked_tab)
             shape = lay.shape(kind)
             z += shape.dims[2] / 2
-            x = x_edge - side * (shape.dims[0] / 2 + _uniform(rng, 0.15, 0.45))
+            x = x_edge - side * (shape.dims[0] / 2 + rng.uniform(0.15, 0.45))
             a = (np.pi / 2 if side > 0 else -np.pi / 2) + rng.normal(0, 0.04) + (np.pi if rng.random() < 0.1 else 0)
             if lay.fits(x, z, a, shape.dims[2], shape.dims[0], 0.0, shape.dims[1], margin=0.1):
                 lay.add(kind, shape, x, z, a)
-            z += shape.dims[2] / 2 + _uniform(rng, 0.6, 3.0)
+            z += shape.dims[2] / 2 + rng.uniform(0.6, 3.0)
 
     if park_r:
         parking(x_road_r, 1)
@@ -862,7 +831,7 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) ->
     curb = 0.12
     # street furniture (unannotated) near the curb, then pedestrians on the sidewalks
     for x_edge, side, sw in ((x_road_r, 1, sw_r), (x_road_l, -1, sw_l)):
-        z = _uniform(rng, -5, 8)
+        z = rng.uniform(-5, 8)
         while z < 110:
             kind = "tree" if rng.random() < 0.6 else "streetlight"
             shape = lay.shape(kind)
@@ -871,36 +840,36 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) ->
             if lay.fits(x, z, 0.0, trunk_l, trunk_w, curb, shape.dims[1]):
                 lay.add(kind, shape, x, z, (0.0 if side < 0 else np.pi) if kind == "streetlight" else 0.0, curb,
                         footprint=(trunk_l, trunk_w))
-            z += _uniform(rng, 9.0, 20.0)
+            z += rng.uniform(9.0, 20.0)
     ped_n = int(rng.poisson(3.5))
     for _ in range(ped_n):
         side = 1 if rng.random() < 0.5 else -1
         x_edge, sw = (x_road_r, sw_r) if side > 0 else (x_road_l, sw_l)
         group = int(rng.integers(1, 4)) if rng.random() < 0.3 else 1
-        x0 = x_edge + side * _uniform(rng, 0.8, sw - 0.5)
-        z0 = _uniform(rng, -1.0, 70.0) if rng.random() < 0.85 else _uniform(rng, 2.0, 12.0)
+        x0 = x_edge + side * rng.uniform(0.8, sw - 0.5)
+        z0 = rng.uniform(-1.0, 70.0) if rng.random() < 0.85 else rng.uniform(2.0, 12.0)
         a0 = (np.pi / 2 if rng.random() < 0.5 else -np.pi / 2) + rng.normal(0, 0.3)
         for g in range(group):
             shape = lay.shape("pedestrian")
-            x, z = x0 + rng.normal(0, 0.5), z0 + g * _uniform(rng, 0.6, 1.2)
+            x, z = x0 + rng.normal(0, 0.5), z0 + g * rng.uniform(0.6, 1.2)
             a = a0 + rng.normal(0, 0.2)
             if lay.fits(x, z, a, shape.dims[2], shape.dims[0], curb, shape.dims[1], margin=0.05):
                 lay.add("pedestrian", shape, x, z, a, curb)
     crossing = None
     if rng.random() < 0.35:
-        zc = _uniform(rng, 10.0, 30.0)
+        zc = rng.uniform(10.0, 30.0)
         crossing = (zc - 2.0, zc + 2.0)
         for _ in range(int(rng.integers(1, 5))):
             shape = lay.shape("pedestrian")
-            x, z = _uniform(rng, x_road_l + 0.5, x_road_r - 0.5), _uniform(rng, *crossing)
+            x, z = rng.uniform(x_road_l + 0.5, x_road_r - 0.5), rng.uniform(*crossing)
             a = (0.0 if rng.random() < 0.5 else np.pi) + rng.normal(0, 0.2)
             if lay.fits(x, z, a, shape.dims[2], shape.dims[0], 0.0, shape.dims[1], margin=0.1):
                 lay.add("pedestrian", shape, x, z, a)
     for _ in range(int(rng.poisson(1.2))):
         shape = lay.shape("cyclist")
-        x = n_right * lane_w - _uniform(rng, 0.6, 1.4) if rng.random() < 0.7 else x_road_r + _uniform(rng, 0.8, 1.6)
+        x = n_right * lane_w - rng.uniform(0.6, 1.4) if rng.random() < 0.7 else x_road_r + rng.uniform(0.8, 1.6)
         base = curb if x > x_road_r else 0.0
-        z = _uniform(rng, 3.0, 55.0)
+        z = rng.uniform(3.0, 55.0)
         a = np.pi / 2 + rng.normal(0, 0.05) if rng.random() < 0.8 else -np.pi / 2
         if lay.fits(x, z, a, shape.dims[2], shape.dims[0], base, shape.dims[1], margin=0.2):
             lay.add("cyclist", shape, x, z, a, base)
@@ -908,30 +877,30 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) ->
     if rng.random() < 0.4:
         lanes = [(i + 0.5) * lane_w for i in range(n_right) if i != cam_lane] + \
                 [-(i + 0.5) * lane_w for i in range(n_left)]
-        xl = float(_choice(rng, lanes)) if lanes else (cam_lane + 0.5) * lane_w
-        z0 = _uniform(rng, 8.0, 35.0) if xl != (cam_lane + 0.5) * lane_w else _uniform(rng, 25.0, 45.0)
+        xl = float(rng.choice(lanes)) if lanes else (cam_lane + 0.5) * lane_w
+        z0 = rng.uniform(8.0, 35.0) if xl != (cam_lane + 0.5) * lane_w else rng.uniform(25.0, 45.0)
         n = int(rng.integers(3, 10))
         items = ("traffic_cone", "construction_barrel", "jersey_barrier") if av else \
             ("traffic_cone", "traffic_cone", "jersey_barrier", "fence_barrier")
-        kind0 = str(_choice(rng, items))
-        step = _uniform(rng, 2.0, 4.0) if kind0 != "jersey_barrier" else 0.0
+        kind0 = str(rng.choice(items))
+        step = rng.uniform(2.0, 4.0) if kind0 != "jersey_barrier" else 0.0
         z = z0
         for k in range(n):
-            kind = kind0 if rng.random() < 0.8 else str(_choice(rng, items))
+            kind = kind0 if rng.random() < 0.8 else str(rng.choice(items))
             shape = lay.shape(kind)
             a = np.pi / 2 + rng.normal(0, 0.05 if "barrier" in kind else 0.6)
             x = xl + rng.normal(0, 0.2) - lane_w * 0.35 * np.sign(xl)
             z += shape.dims[2] / 2
             if lay.fits(x, z, a, shape.dims[2], shape.dims[0], 0.0, shape.dims[1], margin=0.05):
                 lay.add(kind, shape, x, z, a)
-            z += shape.dims[2] / 2 + step + _uniform(rng, 0.05, 1.0)
+            z += shape.dims[2] / 2 + step + rng.uniform(0.05, 1.0)
     if rng.random() < 0.3:  # cones/barrels on the sidewalk edge
         for _ in range(int(rng.integers(1, 4))):
             kind = "construction_barrel" if av and rng.random() < 0.5 else "traffic_cone"
             shape = lay.shape(kind)
             side = 1 if rng.random() < 0.6 else -1
             x = (x_road_r + 0.4) if side > 0 else (x_road_l - 0.4)
-            z = _uniform(rng, 5.0, 40.0)
+            z = rng.uniform(5.0, 40.0)
             if lay.fits(x, z, 0.0, shape.dims[2], shape.dims[0], curb, shape.dims[1]):
                 lay.add(kind, shape, x, z, 0.0, curb)
 
@@ -947,33 +916,33 @@ def _street(rng, spec: DatasetSpec, mesh: bool = True, backdrop: bool = True) ->
     for side, x0 in ((1, x_road_r + sw_r), (-1, x_road_l - sw_l)) if backdrop else ():
         z = -30.0
         while z < z_far + 40:
-            bl = _uniform(rng, 8.0, 30.0)
+            bl = rng.uniform(8.0, 30.0)
             if rng.random() < 0.15:
-                z += _uniform(rng, 8.0, 16.0)  # side street
+                z += rng.uniform(8.0, 16.0)  # side street
                 continue
-            colour = str(_choice(rng, ["beige", "cream", "light grey", "grey", "brown", "dark red", "off-white",
+            colour = str(rng.choice(["beige", "cream", "light grey", "grey", "brown", "dark red", "off-white",
                                      "mustard", "white"]))
-            depth = _uniform(rng, 8.0, 15.0)
-            hgt = _uniform(rng, 6.0, 22.0)
-            setback = _uniform(rng, 0.0, 1.5)
+            depth = rng.uniform(8.0, 15.0)
+            hgt = rng.uniform(6.0, 22.0)
+            setback = rng.uniform(0.0, 1.5)
             xa, xb = (x0 + setback, x0 + setback + depth) if side > 0 else (x0 - setback - depth, x0 - setback)
             bg.append(Background((xa, 0.0, z), (xb, hgt, z + bl), BG_FACADE, colour, COLOURS[colour]))
-            z += bl + _uniform(rng, 0.0, 0.6)
+            z += bl + rng.uniform(0.0, 0.6)
     road = {"lane_w": lane_w, "n_right": n_right, "n_left": n_left, "x_road_r": x_road_r, "x_road_l": x_road_l,
             "park_r": park_r, "park_l": park_l, "tram": tram,
             "tram_x": (-(n_left - 0.5) * lane_w if n_left > 1 else -0.5 * lane_w) if tram else None,
             "crossing": crossing, "av": av}
     if not backdrop:  # the last draws of the stream: nothing placed above depends on them
         return Scene(spec, 0, 0, "street", cx, cz, psi, cam_h, pitch, roll, lay.objects, bg, road=road)
-    sun = (_uniform(rng, -0.6, 0.6), 1.0, _uniform(rng, -0.2, 0.8))
+    sun = (rng.uniform(-0.6, 0.6), 1.0, rng.uniform(-0.2, 0.8))
     return Scene(spec, 0, 0, "street", cx, cz, psi, cam_h, pitch, roll, lay.objects, bg, road=road,
                  light_dir_world=tuple(float(v) for v in sun))
 
 
-def scene_rng(seed: int, spec: DatasetSpec, index: int, purpose: int = 0) -> np.random.Generator:
-    """The random stream of one image (purpose 0: layout; detectors use their own purposes)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), spec.stream, int(index),
-                                                                       int(purpose)])))
+def scene_rng(seed: int, spec: DatasetSpec, index: int, purpose: int = 0) -> Stream:
+    """The random stream of one image (purpose 0: layout; detectors use their own purposes): the
+    :class:`~ov3d_core.demo.rng.Stream` of entropy ``[seed, dataset stream, index, purpose]``."""
+    return Stream([int(seed), spec.stream, int(index), int(purpose)])
 
 
 def make_scene(spec: DatasetSpec, index: int, seed: int, mesh: bool = True, backdrop: bool = True) -> Scene:
@@ -983,7 +952,7 @@ def make_scene(spec: DatasetSpec, index: int, seed: int, mesh: bool = True, back
     objects, road and sidewalks are the same)."""
     rng = scene_rng(seed, spec, index)
     if spec.environment == "indoor":
-        kind = ROOM_TYPES[index % len(ROOM_TYPES)] if rng.random() < 0.8 else str(_choice(rng, ROOM_TYPES))
+        kind = ROOM_TYPES[index % len(ROOM_TYPES)] if rng.random() < 0.8 else str(rng.choice(ROOM_TYPES))
         scene = _room(rng, spec, kind, mesh)
     else:
         scene = _street(rng, spec, mesh, backdrop)

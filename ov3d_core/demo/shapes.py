@@ -21,10 +21,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-try:  # the ufunc np.clip ends in for float arrays, without its Python-level argument handling
-    _clip = np._core.umath.clip
-except AttributeError:  # pragma: no cover - numpy < 2
-    _clip = np.clip
+from ov3d_core.demo.rng import Stream
 
 # Shading material codes (render.py).
 MATTE, GLOSSY, GLASS, EMISSIVE = 0, 1, 2, 3
@@ -120,7 +117,7 @@ class Kit:
     With ``mesh=False`` only the parts' bounding boxes are kept (no open3d, no vertices): enough for layouts and
     annotations (``--annotations-only``), and bit-identical to the bounds of the full mesh."""
 
-    def __init__(self, rng: np.random.Generator, mesh: bool = True):
+    def __init__(self, rng: Stream, mesh: bool = True):
         self.rng = rng
         self.mesh = mesh
         self.verts: list[np.ndarray] = []
@@ -226,7 +223,7 @@ class Kit:
 
     # random helpers
     def u(self, lo, hi):
-        # == float(rng.uniform(lo, hi)) bit for bit (numpy computes lo + (hi - lo) * next_double), 4x cheaper
+        # lo + (hi - lo) * random(), like Stream.uniform but without its check (a reversed range is allowed)
         lo = float(lo)
         return lo + (float(hi) - lo) * self.rng.random()
 
@@ -382,7 +379,7 @@ def armchair(k: Kit):
     k.box((-l / 2, 0.08, -w / 2), (l / 2, sh, w / 2), col)
     dark = tuple(np.asarray(col) * 0.8)
     k.box((-l / 2, sh, -w / 2 + 0.14), (l / 2 - 0.02, sh + 0.08, w / 2 - 0.14),
-          tuple(_clip(np.asarray(col) * 1.08, 0, 1)))
+          tuple(np.clip(np.asarray(col) * 1.08, 0, 1)))
     k.box((-l / 2, sh, -w / 2), (-l / 2 + 0.18, h, w / 2), dark)
     for s in (-1, 1):
         k.box((-l / 2, sh, s * w / 2 - (0.14 if s > 0 else 0)), (l / 2, sh + 0.22, s * w / 2 + (0.14 if s < 0 else 0)),
@@ -398,7 +395,7 @@ def sofa(k: Kit):
     l, w, h = k.u(0.85, 1.0), seats * k.u(0.6, 0.7) + 0.4, k.u(0.78, 0.90)
     sh = k.u(0.40, 0.45)
     k.box((-l / 2, 0.1, -w / 2), (l / 2, sh - 0.1, w / 2), col)
-    cush = tuple(_clip(np.asarray(col) * 1.1, 0, 1))
+    cush = tuple(np.clip(np.asarray(col) * 1.1, 0, 1))
     inner = (w - 0.4) / seats
     for i in range(seats):
         z0 = -w / 2 + 0.2 + i * inner
@@ -756,7 +753,7 @@ def cardboard_box(k: Kit):
     plastic = k.rng.random() < 0.25
     name, col = k.colour(("blue", "grey", "white", "green")) if plastic else ("brown", (0.62, 0.45, 0.28))
     if not plastic:
-        col = tuple(_clip(np.asarray(col) + k.rng.normal(0, 0.04, 3), 0, 1))
+        col = tuple(np.clip(np.asarray(col) + k.rng.normal(0, 0.04, 3), 0, 1))
     l, h, w = k.u(0.25, 0.6), k.u(0.2, 0.5), k.u(0.3, 0.7)
     k.box((-l / 2, 0, -w / 2), (l / 2, h, w / 2), col)
     if not plastic:
@@ -808,7 +805,7 @@ def potted_plant(k: Kit):
     h = k.u(0.6, 1.3)
     k.cyl((0, 0.13, 0), 0.14, 0.26, pot, res=12)
     k.sphere((0, 0.26 + (h - 0.26) / 2, 0), (k.u(0.2, 0.35), (h - 0.26) / 2, k.u(0.2, 0.35)),
-             tuple(_clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.05, 3), 0, 1)), res=10)
+             tuple(np.clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.05, 3), 0, 1)), res=10)
     return "potted plant", "", ""
 
 
@@ -1107,7 +1104,7 @@ def fence_barrier(k: Kit):
 def traffic_cone(k: Kit):
     h = k.u(0.5, 0.78)
     r = 0.3 * h
-    orange = _clip(np.asarray(COLOURS["orange"]) + k.rng.normal(0, 0.03, 3), 0, 1)
+    orange = np.clip(np.asarray(COLOURS["orange"]) + k.rng.normal(0, 0.03, 3), 0, 1)
     k.box((-r - 0.04, 0, -r - 0.04), (r + 0.04, 0.035, r + 0.04), (0.1, 0.1, 0.1))
     k.cone((0, 0.035, 0), r, h - 0.035, orange, res=12)
     y = 0.55 * h
@@ -1130,7 +1127,7 @@ def construction_barrel(k: Kit):
 def tree(k: Kit):
     h = k.u(5.5, 8.0)
     k.cyl((0, h * 0.3, 0), k.u(0.12, 0.2), h * 0.6, (0.3, 0.2, 0.12), res=8)
-    g = _clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.06, 3), 0, 1)
+    g = np.clip(np.asarray(COLOURS["green"]) + k.rng.normal(0, 0.06, 3), 0, 1)
     cr = k.u(1.0, 1.6)
     k.sphere((0, h - cr, 0), (cr, cr, cr), g, res=10)
     return "tree", "", ""
@@ -1155,7 +1152,7 @@ BUILDERS = {f.__name__: f for f in (
     construction_barrel, tree, streetlight)}
 
 
-def build_shape(kind: str, rng: np.random.Generator, mesh: bool = True) -> Shape:
+def build_shape(kind: str, rng: Stream, mesh: bool = True) -> Shape:
     """Build one instance of ``kind`` with sizes and colours drawn from ``rng`` (``mesh=False``: bounds only; the
     random draws, sizes and boxes are the same)."""
     kit = Kit(rng, mesh)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ov3d_core.demo import detectors as D
+from ov3d_core.demo.rng import Stream
 from ov3d_core.demo.scenes import DATASETS
 from ov3d_core.demo.shapes import BUILDERS, build_shape
 from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
@@ -23,12 +24,12 @@ def _gt(folder, spec):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_shapes_fill_their_box_and_bounds_mode_agrees(seed):
     for kind in BUILDERS:
-        mesh = build_shape(kind, np.random.default_rng(seed))
+        mesh = build_shape(kind, Stream(seed))
         half = mesh.dims[[2, 1, 0]] / 2  # local (x, y, z) = (l, h, w)
         assert np.all(np.abs(mesh.verts) <= half + 1e-9), kind
         assert np.allclose(mesh.verts.min(0), -half) and np.allclose(mesh.verts.max(0), half), kind
         assert mesh.tri_part.max() == len(mesh.part_color) - 1
-        light = build_shape(kind, np.random.default_rng(seed), mesh=False)
+        light = build_shape(kind, Stream(seed), mesh=False)
         assert np.array_equal(light.dims, mesh.dims) and light.caption == mesh.caption, kind
 
 

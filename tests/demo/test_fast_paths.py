@@ -1,6 +1,6 @@
-"""The generator's fast paths give exactly what the straightforward code gives: cheaper equivalents of numpy draws
-(same stream, same values), JSON texts written without json.dumps, the .pth pickling shortcut, the one-projection
-crop boxes and the layouts without a backdrop. A build's bytes depend on these being exact, not close."""
+"""The generator's fast paths give exactly what the straightforward code gives: the inlined uniform draw, JSON texts
+written without json.dumps, the .pth pickling shortcut, the one-projection crop boxes and the layouts without a
+backdrop. A build's bytes depend on these being exact, not close."""
 
 from __future__ import annotations
 
@@ -15,50 +15,22 @@ from ov3d_core.demo import jsonfast as J
 from ov3d_core.demo.annotate import annotate, projected_box2d_fast
 from ov3d_core.demo.build import _canonical, _dumps, build_demo, typical_dims
 from ov3d_core.demo.crops import crop_boxes, describe
-from ov3d_core.demo.scenes import DATASETS, _choice, _choice_p, _uniform, make_scene, scene_rng
+from ov3d_core.demo.rng import Stream
+from ov3d_core.demo.scenes import DATASETS, make_scene, scene_rng
 from ov3d_core.demo.shapes import Kit
 from ov3d_core.geometry.boxes import corners_from_pose, projected_box2d
 
 
-def _pair(seed):
-    return (np.random.Generator(np.random.PCG64(seed)), np.random.Generator(np.random.PCG64(seed)))
-
-
 # ------------------------------------------------------------------------------------------------ draws
-def test_scalar_draw_shortcuts_are_numpy_draws():
+def test_kit_uniform_is_stream_uniform():
+    # the shape builder's inlined uniform draw (the generator's transforms themselves: test_rng.py)
     src = np.random.default_rng(7)
-    for t in range(3000):
-        a, b = _pair(t)
+    for t in range(2000):
+        a, b = Stream([t]), Stream([t])
         lo = float(src.uniform(-50, 50))
         hi = lo + float(src.uniform(0, 30)) * (t % 7 != 0)  # some empty ranges
-        assert _uniform(a, lo, hi) == b.uniform(lo, hi)
         assert Kit(a, mesh=False).u(lo, hi) == b.uniform(lo, hi)
-        seq = [f"s{i}" for i in range(1 + t % 9)]
-        assert _choice(a, seq) == str(b.choice(seq))
-        w = tuple(float(x) for x in src.uniform(0.1, 5.0, 1 + t % 11))
-        p = np.asarray(w) / np.asarray(w).sum()
-        assert _choice_p(a, w) == int(b.choice(len(w), p=p))
-        assert a.random() == b.random()  # and both streams are at the same place afterwards
-    with pytest.raises(ValueError):
-        _uniform(np.random.default_rng(0), 1.0, 0.5)  # numpy refuses high < low too
-
-
-def test_choose_is_numpy_cumsum_and_searchsorted():
-    def reference(rng, weights):
-        names = sorted(weights)
-        w = np.array([weights[n] for n in names], float)
-        cdf = np.cumsum(w) / w.sum()
-        return names[int(np.searchsorted(cdf, rng.random(), side="right").clip(0, len(names) - 1))]
-
-    src = np.random.default_rng(3)
-    for t in range(3000):
-        n = int(src.integers(1, 40))
-        weights = {f"c{i:02d}": (float(src.uniform(0.01, 5)) if src.random() < 0.7 else int(src.integers(1, 5)))
-                   for i in range(n)}
-        a, b = _pair(t)
-        assert D._choose(a, weights) == reference(b, weights)
-        w = [float(weights[k]) for k in sorted(weights)]
-        assert D._np_sum(w) == float(np.array(w).sum())
+        assert a.random() == b.random()
 
 
 # ------------------------------------------------------------------------------------------------ geometry
