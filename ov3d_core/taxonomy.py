@@ -1,9 +1,11 @@
-"""Category tables: the Omni3D global ids, its fixed vocabularies and per-dataset subsets, and the paper's
-9 super-categories (substring rules kept in one editable table)."""
+"""Category tables: the Omni3D global ids, its fixed vocabularies and per-dataset subsets; the paper's 9
+super-categories are re-exported from ``ov3d_core.ontology``."""
 
 from __future__ import annotations
 
-import re
+# The super-categories (OV3D-Bench Fig. 4) are ontologies, owned by ov3d_core/ontology.py (the paper's "ov3d-bench",
+# the default, and "ov3d-explorer-10"); these names stay importable from here.
+from ov3d_core.ontology import OTHER, SUPER_CATEGORIES, SUPER_CATEGORY_RULES, super_category  # noqa: F401
 
 _OMNI3D_IDS = """
 0 pedestrian|1 car|2 dontcare|3 cyclist|4 van|5 truck|6 tram|7 person|8 traffic cone|9 barrier|10 motorcycle|
@@ -77,42 +79,3 @@ def omni3d_preset_for(dataset_name: str) -> tuple[str, ...] | None:
 def uses_proximity(dataset_name: str) -> bool:
     """Omni3D turns proximity evaluation on for datasets whose name contains SUNRGBD or Objectron."""
     return "SUNRGBD" in dataset_name or "Objectron" in dataset_name
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Super-categories (OV3D-Bench Fig. 4): a fine class maps to the first super-category one of whose substrings occurs
-# in its name (whole-word match, case-insensitive). Edit this table, not the code that uses it.
-SUPER_CATEGORIES = ("vehicle", "person", "seating", "table", "storage", "bed", "appliance", "electronics",
-                    "barricades")
-OTHER = "other"
-
-SUPER_CATEGORY_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Order matters where names share words: "sofa chair" is seating, "bed" must not catch "bedside table".
-    ("barricades", ("barrier", "traffic cone", "cone", "bollard", "barricade", "construction barrel", "fence",
-                    "sign", "delineator")),
-    ("person", ("pedestrian", "person", "cyclist", "bicyclist", "motorcyclist", "rider", "people", "child", "adult",
-                "wheelchair user")),
-    ("vehicle", ("car", "van", "truck", "bus", "tram", "trailer", "motorcycle", "bicycle", "vehicle", "cab",
-                 "train", "stroller", "wheelchair", "moped", "scooter")),
-    ("electronics", ("television", "tv", "monitor", "laptop", "computer", "keyboard", "phone", "printer",
-                     "projector", "speaker", "soundsystem", "electronics", "mouse", "remote", "camera", "screen")),
-    ("appliance", ("refrigerator", "fridge", "oven", "stove", "microwave", "machine", "sink", "bathtub", "toilet",
-                   "dishwasher", "toaster", "coffee maker", "kettle", "air conditioner", "fan", "heater",
-                   "radiator", "fireplace", "fire place", "range hood", "fume hood", "shower", "faucet")),
-    ("storage", ("cabinet", "shelves", "shelf", "wardrobe", "bookcase", "bookshelf", "dresser", "drawers",
-                 "closet", "rack", "bin", "box", "chest", "cupboard", "locker", "night stand", "nightstand",
-                 "basket", "crate", "storage")),
-    ("table", ("table", "desk", "counter", "nightstand table", "podium", "workbench", "island")),
-    ("seating", ("chair", "sofa", "couch", "stool", "bench", "ottoman", "seat", "armchair", "recliner")),
-    ("bed", ("bed", "mattress", "crib", "bunk")),
-)
-
-
-def super_category(name: str, rules=SUPER_CATEGORY_RULES) -> str:
-    """Super-category of a fine class name by the first matching substring rule, else "other"."""
-    low = name.lower().replace("_", " ")
-    for sup, keys in rules:
-        for key in keys:
-            if re.search(rf"(?<![a-z]){re.escape(key)}(?![a-z])", low):
-                return sup
-    return OTHER

@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ov3d_core import taxonomy
 from ov3d_core.eval.assignment import hungarian_matches
 from ov3d_core.eval.constants import CONFUSION_IOU
+from ov3d_core.ontology import Ontology, resolve_ontology
 
 __all__ = ["ConfusionMatrix", "SuperCategoryConfusion", "confusion_matrix", "hungarian_matches",
            "super_category_confusion", "super_category_names"]
@@ -255,9 +255,10 @@ def confusion_matrix(pairs, view, gt_label: np.ndarray, gt_ignore: np.ndarray, g
 
 
 # --------------------------------------------------------------------------------------------- super-categories
-def super_category_names(rules=taxonomy.SUPER_CATEGORY_RULES) -> tuple[str, ...]:
-    """Super-category display order: the rules' categories in table order, then ``"other"``."""
-    return tuple(dict.fromkeys([sup for sup, _ in rules] + [taxonomy.OTHER]))
+def super_category_names(ontology=None) -> tuple[str, ...]:
+    """Super-category display order of ``ontology`` (default "ov3d-bench"; a name, an ``Ontology`` or a bare rules
+    table, see ``ov3d_core.ontology.resolve_ontology``): its super-categories, then its fallback bucket if any."""
+    return resolve_ontology(ontology).names
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,7 +275,9 @@ class SuperCategoryConfusion:
             (pooled over pairs; dominated by frequent classes); NaN if nothing matched.
         mean_off_diagonal: 1 - mean over super-categories of the row-normalised diagonal (class-balanced; the
             reading that fits the paper's Fig. 4, where "15% cross" sits with diagonals from 0.61 to 0.97).
-        dropped_other: whether pairs touching "other" were removed before all of the above.
+        dropped_other: whether pairs touching the ontology's fallback bucket ("other") were removed before all of
+            the above (always False for an ontology without one, such as the paper's).
+        ontology: the :class:`~ov3d_core.ontology.Ontology` used (its ``name`` and ``how`` say which, for the table).
     """
 
     matrix: ConfusionMatrix
@@ -284,6 +287,7 @@ class SuperCategoryConfusion:
     cross_super_share_of_matches: float
     mean_off_diagonal: float
     dropped_other: bool
+    ontology: Ontology = field(default_factory=lambda: resolve_ontology(None))
 
     @property
     def cross_super_share(self) -> float:
@@ -306,30 +310,38 @@ class SuperCategoryConfusion:
         return {"cross_super_share_of_confusions": self.cross_super_share_of_confusions,
                 "cross_super_share_of_matches": self.cross_super_share_of_matches,
                 "mean_off_diagonal": self.mean_off_diagonal, "dropped_other": self.dropped_other,
+                "ontology": self.ontology.name,
                 "diagonal": {k: float(v) for k, v in self.diagonal().items()},
                 "matrix": self.matrix.to_dict(),
                 "fine_to_super": dict(zip(self.fine_class_names, self.fine_to_super))}
 
 
-def super_category_confusion(cm: ConfusionMatrix, rules=taxonomy.SUPER_CATEGORY_RULES, *,
-                             drop_other: bool = False) -> SuperCategoryConfusion:
-    """Project a fine confusion matrix with ``taxonomy.super_category`` and summarise cross-category errors.
+def super_category_confusion(cm: ConfusionMatrix, ontology=None, *, drop_other: bool = False
+                             ) -> SuperCategoryConfusion:
+    """Project a fine confusion matrix onto an ontology's super-categories and summarise cross-category errors.
 
     Args:
         cm: the fine-level matrix (from :func:`confusion_matrix`).
-        rules: the substring rules table (default: ``taxonomy.SUPER_CATEGORY_RULES``).
-        drop_other: remove classes no rule covers ("other"), as in the paper's 9-way view. By default "other" is
-            kept as a 10th row so nothing vanishes silently; it then counts like any super-category.
+        ontology: the ``Ontology``, a built-in name ("ov3d-bench", the default, or "ov3d-explorer-10") or a bare
+            substring rules table (its categories plus "other"). Every class of ``cm`` must be mapped:
+            ``InputError`` naming the ones that are not (an ontology without a fallback bucket).
+        drop_other: remove the classes of the fallback bucket ("other"), as in the paper's 9-way view. By default
+            the bucket is kept as a row so nothing vanishes silently; it then counts like any super-category.
+            Nothing to drop under an ontology without a bucket.
     """
-    fine_to_super = tuple(taxonomy.super_category(n, rules) for n in cm.class_names)
-    drop = (taxonomy.OTHER,) if drop_other else ()
-    sup = cm.project(fine_to_super, names=super_category_names(rules), drop=drop)
-    code = {n: k for k, n in enumerate(super_category_names(rules))}
+    onto = resolve_ontology(ontology)
+    onto.require(cm.class_names)
+    fine_to_super = tuple(onto.super_category(n) for n in cm.class_names)
+    bucket = onto.fallback if onto.fallback in onto.names else None
+    drop = (bucket,) if drop_other and bucket is not None else ()
+    names = onto.names
+    sup = cm.project(fine_to_super, names=names, drop=drop)
+    code = {n: k for k, n in enumerate(names)}
     s = np.array([code[x] for x in fine_to_super], np.int64)
     gs, ps = s[cm.match_gt_label], s[cm.match_pred_label]
     keep = np.ones(len(gs), bool)
-    if drop_other:
-        keep = (gs != code[taxonomy.OTHER]) & (ps != code[taxonomy.OTHER])
+    if drop:
+        keep = (gs != code[bucket]) & (ps != code[bucket])
     fine_diff = (cm.match_gt_label != cm.match_pred_label) & keep
     super_diff = (gs != ps) & keep
     n_conf, n_all = int(fine_diff.sum()), int(keep.sum())
@@ -339,4 +351,4 @@ def super_category_confusion(cm: ConfusionMatrix, rules=taxonomy.SUPER_CATEGORY_
         cross_super_share_of_confusions=float(super_diff.sum() / n_conf) if n_conf else float("nan"),
         cross_super_share_of_matches=float(super_diff.sum() / n_all) if n_all else float("nan"),
         mean_off_diagonal=float(1.0 - np.nanmean(diag)) if np.isfinite(diag).any() else float("nan"),
-        dropped_other=drop_other)
+        dropped_other=bool(drop), ontology=onto)

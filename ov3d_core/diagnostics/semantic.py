@@ -6,9 +6,10 @@ Costs:
 
 - :func:`embedding_cost`: ``cost(i, j) = 1 − cos(e_i, e_j)`` from a text-embedding matrix (one row per class); the
   diagonal is 0. Values lie in [0, 2] (1 for orthogonal embeddings).
-- :func:`tree_cost`: a two-level tree from the super-category table (``ov3d_core.taxonomy.super_category``):
-  0 for the same class, 0.5 for two classes of the same super-category, 1 otherwise. Classes in the catch-all
-  "other" group are *not* considered siblings of each other (cost 1), since "other" is not a semantic group.
+- :func:`tree_cost`: a two-level tree from a super-category ontology (``ov3d_core.ontology``, default the paper's
+  "ov3d-bench"): 0 for the same class, 0.5 for two classes of the same super-category, 1 otherwise. Classes in an
+  ontology's catch-all bucket ("other" of "ov3d-explorer-10") are *not* considered siblings of each other (cost 1),
+  since "other" is not a semantic group.
 
 Numbers (:func:`semantic_confusion_cost`), per GT class and overall:
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ov3d_core.taxonomy import OTHER, SUPER_CATEGORY_RULES, super_category
+from ov3d_core.ontology import resolve_ontology
 
 __all__ = ["cosine_similarity_matrix", "embedding_cost", "tree_cost", "SemanticConfusion",
            "semantic_confusion_cost"]
@@ -51,10 +52,15 @@ def embedding_cost(embeddings) -> np.ndarray:
     return C
 
 
-def tree_cost(class_names, rules=SUPER_CATEGORY_RULES, *, sibling_cost: float = 0.5) -> np.ndarray:
-    """``(C, C)`` tree distance: 0 same class, ``sibling_cost`` (0.5) same super-category (not "other"), 1 else."""
-    sup = np.asarray([super_category(str(n), rules) for n in class_names], dtype=object)
-    same = (sup[:, None] == sup[None, :]) & (sup[:, None] != OTHER)
+def tree_cost(class_names, ontology=None, *, sibling_cost: float = 0.5) -> np.ndarray:
+    """``(C, C)`` tree distance: 0 same class, ``sibling_cost`` (0.5) same super-category (not the ontology's
+    fallback bucket), 1 else. ``ontology``: an ``Ontology``, a built-in name or a bare rules table (default
+    "ov3d-bench"); ``InputError`` naming the classes it does not map."""
+    onto = resolve_ontology(ontology)
+    names = [str(n) for n in class_names]
+    onto.require(names)
+    sup = np.asarray([onto.super_category(n) for n in names], dtype=object)
+    same = (sup[:, None] == sup[None, :]) & (sup[:, None] != onto.fallback)
     C = np.where(same, sibling_cost, 1.0)
     np.fill_diagonal(C, 0.0)
     return C

@@ -31,11 +31,14 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import annotated_types
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError, PydanticUndefined
 
 from ov3d_core.errors import InputError
+from ov3d_core.io.ontology_file import load_ontology
+from ov3d_core.io.paths import is_under_roots
 from ov3d_core.io.yaml_safe import Kind, load_yaml_file
+from ov3d_core.ontology import BUILTIN_ONTOLOGIES
 
 ENVIRONMENTS = ("indoor", "outdoor")
 DATASET_FORMATS = ("omni3d", "kitti")
@@ -61,6 +64,18 @@ class DatasetSpec:
 
 
 @dataclass(frozen=True)
+class DeclaredRuntime:
+    """A run's own timing as its ``runtime:`` entry declares it (ms per image; None where not given)."""
+
+    semantic_ms: float | None = None
+    geometry_ms: float | None = None
+    total_ms: float | None = None
+    device: str | None = None
+    images: int | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
 class RunSpec:
     name: str
     dataset: str
@@ -71,6 +86,7 @@ class RunSpec:
     closed_vocabulary: tuple[str, ...] | None = None
     crops: Path | None = None
     description: str = ""
+    runtime: DeclaredRuntime | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -88,6 +104,7 @@ class BenchmarkConfig:
     datasets: dict[str, DatasetSpec]
     runs: dict[tuple[str, str], RunSpec]
     cache_dir: Path
+    ontology: Any = None  # ov3d_core.ontology.Ontology of `ontology:`; None: not given (the default, ov3d-bench)
 
     @property
     def run_names(self) -> list[str]:
@@ -181,6 +198,31 @@ class DatasetModel(_Strict):
     format: Literal["omni3d", "kitti"] = Field("omni3d", description="GT format.")
 
 
+Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False),
+                         Expect("a finite number of milliseconds per image, >= 0")]
+
+
+class RuntimeModel(_Strict):
+    """A run's own per-image timing (OV3D-Bench Table 10), as its authors measured it."""
+
+    expect: ClassVar[str] = "a mapping with `semantic_ms`, `geometry_ms` and/or `total_ms`"
+
+    semantic_ms: Milliseconds | None = Field(None, description="Semantic stage (e.g. GroundingDINO, crop encoding).")
+    geometry_ms: Milliseconds | None = Field(None, description="Geometry stage (the 3D detector).")
+    total_ms: Milliseconds | None = Field(None, description="End to end (default: semantic + geometry).")
+    device: Name | None = Field(None, description="Where it was measured (e.g. H100 NVL).")
+    images: Annotated[int, annotated_types.Ge(1), Expect("a positive integer")] | None = Field(
+        None, description="Images timed.")
+    source: Name | None = Field(None, description="Where the numbers come from (e.g. paper Table 10).")
+
+    @model_validator(mode="after")
+    def _some_time(self):
+        if self.semantic_ms is None and self.geometry_ms is None and self.total_ms is None:
+            raise PydanticCustomError("ov3d", "runtime", {"expected": "a mapping with at least one of `semantic_ms`, "
+                                      "`geometry_ms`, `total_ms`", "got": "none of them"})
+        return self
+
+
 class RunModel(_Strict):
     """One prediction file of one method on one dataset."""
 
@@ -201,6 +243,8 @@ class RunModel(_Strict):
         None, description="A closed-vocabulary detector's own labels (what remapping maps from).")
     crops: PathText | None = Field(None, description="Crop descriptors of the predictions (JSON, for remapping).")
     description: str = Field("", description="One line shown beside the run.")
+    runtime: RuntimeModel | None = Field(None, description="The run's own ms per image by stage (`semantic_ms`, "
+                                         "`geometry_ms`, `total_ms`, `device`, `images`, `source`): Table 10.")
 
 
 class ConfigModel(_Strict):
@@ -214,6 +258,9 @@ class ConfigModel(_Strict):
         Field(description="The datasets (at least one).")
     runs: Annotated[list[RunModel], Expect("a list of runs")] | None = Field(
         None, description="The runs (none: a benchmark of GT only).")
+    ontology: PathText | None = Field(None, description="Super-category ontology of the confusion tables: "
+                                      "`ov3d-bench` (the paper's 9; the default), `ov3d-explorer-10`, or an "
+                                      "ontology file (YAML / JSON).")
     generator: Generator | None = Field(None, description="Written by the tool that generated the file (the demo "
                                                           "build); not read.")
 
@@ -426,13 +473,31 @@ def parse_config(doc: Any, *, file: str, base: Path, path: Path | None = None,
             name=r.name, dataset=r.dataset, predictions=rel(r.predictions), format=r.format,
             category_list=names(r.category_list), trained_on=tuple(r.trained_on or ()),
             closed_vocabulary=names(r.closed_vocabulary), crops=rel(r.crops) if r.crops else None,
-            description=r.description)
+            description=r.description,
+            runtime=DeclaredRuntime(**r.runtime.model_dump()) if r.runtime is not None else None)
         for r in model.runs or ()}
     name = model.name or (path.stem if path is not None else "benchmark")
-    config = BenchmarkConfig(name=name, path=path, datasets=datasets, runs=runs, cache_dir=rel(model.cache_dir))
+    config = BenchmarkConfig(name=name, path=path, datasets=datasets, runs=runs, cache_dir=rel(model.cache_dir),
+                             ontology=_ontology(model.ontology, rel, file, allowed_roots))
     if allowed_roots is not None:
         check_config_roots(config, allowed_roots, file=file)
     return config
+
+
+def _ontology(value: str | None, rel, file: str, allowed_roots):
+    """The `ontology:` of a config: a built-in by name, else an ontology file relative to the config (read now, so
+    that its problems are reported before anything is scored)."""
+    if value is None:
+        return None
+    if value in BUILTIN_ONTOLOGIES:
+        return BUILTIN_ONTOLOGIES[value]
+    p = rel(value)
+    if allowed_roots is not None and not is_under_roots(p, tuple(allowed_roots)):
+        raise InputError(file, None, "ontology", "a path inside the allowed data roots", Kind("a path outside them"))
+    if not p.is_file():
+        raise InputError(file, None, "ontology", f"one of {', '.join(BUILTIN_ONTOLOGIES)}, or the path of an "
+                         "ontology file (YAML or JSON)", Kind("a name of neither"))
+    return load_ontology(p)
 
 
 def _check_cross_references(file: str, model: ConfigModel) -> None:
@@ -548,6 +613,6 @@ def key_table_markdown() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BenchmarkConfig", "ConfigModel", "DatasetModel", "DatasetSpec", "ENVIRONMENTS", "RUN_FORMATS", "RunModel",
-           "RunSpec", "check_config_roots", "config_from_files", "config_paths", "describe", "key_table_markdown",
+__all__ = ["BenchmarkConfig", "ConfigModel", "DatasetModel", "DatasetSpec", "DeclaredRuntime", "ENVIRONMENTS",
+           "RUN_FORMATS", "RunModel", "RunSpec", "check_config_roots", "config_from_files", "config_paths", "describe", "key_table_markdown",
            "kind_of", "load_config", "parse_config", "schema_rows"]

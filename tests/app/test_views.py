@@ -409,7 +409,8 @@ def test_super_category_matrix_hides_categories_absent_from_the_dataset(tiny_dem
     assert not problems(at), problems(at)
     spec = next(s for s in _specs(at) if s["data"] and s["data"][0].get("name") == "cells")
     rows = spec["layout"]["yaxis"]["categoryarray"]
-    assert rows and not {"vehicle", "person", "barricades"} & set(rows)
+    # (the paper's ontology puts the indoor door and window under barricades, so that row is there)
+    assert rows and not {"vehicle", "person"} & set(rows) and "barricades" in rows
 
 
 def test_bar_value_labels_are_readable_or_hidden(tiny_demo):

@@ -72,7 +72,7 @@ def test_absent_bins_have_zero_delta_and_across_split():
     assert t.loc["loc", "count"] == 1 and t.loc["loc", "delta_ap"] > 0
     for b in ("cls", "both", "dupe", "bkg", "missed", "cls_within", "cls_across"):
         assert t.loc[b, "count"] == 0 and t.loc[b, "delta_ap"] == 0, b
-    # a wrong-class box across super-categories (lamp is "other" -> across)
+    # a wrong-class box across super-categories (chair is seating, lamp an appliance -> across)
     inp = inputs_from_pairs([0, 1], [0, 1], [0, 1, 0], [0, 1, 1], [0.5, 0.5, 0.9],
                             [(0, 0, 0.9), (1, 1, 0.9), (0, 2, 0.8)])
     res = tide_3d(inp, n_categories=2, vocabulary=("chair", "lamp"))

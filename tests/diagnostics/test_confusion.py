@@ -198,7 +198,7 @@ def test_empty_inputs():
     cm = confusion_matrix(pairs, view, np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int64))
     assert cm.counts.tolist() == [[0, 0], [0, 0]] and cm.missed.tolist() == [0, 0]
     assert np.isnan(cm.accuracy) and np.isnan(cm.normalized()).all()
-    sup = super_category_confusion(cm)
+    sup = super_category_confusion(cm, "ov3d-explorer-10")  # "a" and "b" are no classes: the 10-bucket maps them
     assert np.isnan(sup.cross_super_share_of_confusions) and np.isnan(sup.mean_off_diagonal)
     with pytest.raises(ValueError):
         confusion_matrix(pairs, view, np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int64),
