@@ -1,5 +1,9 @@
 """``python -m ov3d_core embed``: compute (or resume) the crop embeddings of one run, cached on disk.
 
+The encoder's time (reading the crops and encoding them, CUDA-synchronised on a GPU) is kept with the cached
+embeddings and printed as ms per image of the dataset: the measured semantic stage of the remapped run (OV3D-Bench
+Table 10); ``ov3d report`` reads it back. On a CPU the line says the numbers are CPU numbers.
+
 ``--engine local`` (default) encodes in this process; ``--engine ray`` spreads the run's shards over a Ray cluster
 (crops in CPU tasks, one encoder actor per GPU or CPU) and writes the same cache. Either engine resumes what the
 other left: finished shards are kept, only missing ones are computed.
@@ -128,8 +132,10 @@ def prepare(args):
 
 
 def compute(args):
-    """The :class:`~ov3d_core.remap.engines.EmbedReport` of ``embed`` with the chosen engine."""
+    """The :class:`~ov3d_core.remap.engines.EmbedReport` of ``embed`` with the chosen engine, and the cache entry's
+    encoder timing completed with the dataset's image count (None when the engine did not time it)."""
     from ov3d_core.remap.engines import embed
+    from ov3d_core.remap.pipeline import record_timing
 
     check_args(args)
     kw: dict = {}
@@ -147,14 +153,28 @@ def compute(args):
     run = bench.run(args.run, args.dataset)
     spec = bench.run_spec(args.run, args.dataset)
     store = embedding_store(bench, args.cache_dir)
-    return embed(store, ds, run, args.encoder, engine=args.engine, crops_json=getattr(spec, "crops", None),
-                 pad=args.pad, min_size=args.min_size, chunk_size=args.chunk_size, batch_size=args.batch_size,
-                 progress=not args.no_progress, **kw)
+    rep = embed(store, ds, run, args.encoder, engine=args.engine, crops_json=getattr(spec, "crops", None),
+                pad=args.pad, min_size=args.min_size, chunk_size=args.chunk_size, batch_size=args.batch_size,
+                progress=not args.no_progress, **kw)
+    timing = record_timing(store, ds, run, rep.encoder_key, engine=rep.engine) if rep.complete else None
+    return rep, timing
+
+
+def timing_line(rep, timing: dict | None) -> str:
+    """The ``timing:`` line of ``embed``: the measured semantic stage, or why there is none."""
+    from ov3d_core.diagnostics.runtime import MeasuredStage
+
+    m = MeasuredStage.from_timing(timing)
+    if m is None:
+        return ("timing:  not measured (the ray engine does not time its shards; the local engine does)"
+                if rep.engine == "ray" else "timing:  not measured (some shards were computed without timing)")
+    when = " (measured when the entry was computed)" if rep.cached else ""
+    return f"timing:  semantic stage {m.describe()}{when}"
 
 
 def run_embed(args) -> int:
     t = time.perf_counter()
-    rep = compute(args)
+    rep, timing = compute(args)
     print(f"encoder: {rep.encoder_name}")
     where = f"ray, {rep.workers} workers" if rep.engine == "ray" else rep.engine
     shards = ("shards:  already complete" if rep.cached else
@@ -175,6 +195,7 @@ def run_embed(args) -> int:
     print(f"{rep.dataset} / {rep.run}: {len(emb)} predictions, {n_valid} crops embedded ({len(emb) - n_valid} "
           f"without a crop: behind the camera, off the image or no caption), d = {emb.dim}")
     print(shards)
+    print(timing_line(rep, timing))
     print(f"cache:   {emb.path}  ({time.perf_counter() - t:.1f} s)")
     return 0
 

@@ -8,6 +8,13 @@ chunks, and kept as float16. Layout of one entry (``<root>/<dataset>/<run>/<enco
     valid.npy        (n,) bool   rows that had a crop (the others are zero vectors and never encoded)
     chunks/00012.npy float16 rows [12 * chunk, 13 * chunk) while computing (each written atomically)
     embeddings.npy   (n, d) float16 once complete (the chunks are then removed)
+    timing.json      the encoder timing of the chunks computed in this process (see below)
+
+``timing.json``: per chunk the seconds spent reading and cropping its images and encoding its crops (synchronised
+with ``torch.cuda.synchronize`` on a CUDA device), then the device, encoder, batch size, crops, images and ms per
+image of the whole entry (:func:`timing_summary`). It is the measured semantic stage of a remapped run (OV3D-Bench
+Table 10; ``ov3d_core.diagnostics.runtime``). Chunks written by the Ray engine carry no time, so its entries have
+no per-image number. It lives beside ``state.json`` (which is the same whichever engine wrote the entry).
 
 Resuming: a restarted computation with the same encoder key and inputs hash keeps the finished chunks and encodes
 only the missing ones. A different inputs hash (changed crop boxes, captions, crop parameters) discards the entry.
@@ -171,6 +178,32 @@ class EmbeddingStore:
             return None
         return CropEmbeddings(records, emb, valid, encoder_key, st["inputs_hash"], d)
 
+    def _read_timing(self, d: Path) -> dict:
+        try:
+            t = json.loads((d / "timing.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return t if isinstance(t, dict) else {}
+
+    def timing(self, dataset: str, run: str, encoder_key: str) -> dict | None:
+        """The entry's encoder timing (:func:`timing_summary`), or None when the entry has none."""
+        t = self._read_timing(self.directory(dataset, run, encoder_key))
+        return t if t.get("chunks") else None
+
+    def annotate_timing(self, dataset: str, run: str, encoder_key: str, *, images: int, **extra) -> dict | None:
+        """Add the number of images the run covers (the denominator of ms per image) and ``extra`` fields (e.g.
+        ``engine``) to the entry's timing, and return it (None when the entry has no timing)."""
+        d = self.directory(dataset, run, encoder_key)
+        st, t = self._read_state(d), self._read_timing(d)
+        if not st or not t.get("chunks"):
+            return None
+        fields = {**extra, "images": int(images)}
+        if all(t.get(k) == v for k, v in fields.items()) and "ms_per_image" in t:
+            return t  # already there: no rewrite on every load
+        t = timing_summary({**t, **fields}, st.get("n", 0), st.get("chunk_size", 1))
+        _atomic_write_json(d / "timing.json", t)
+        return t
+
     def status(self, dataset: str, run: str, encoder_key: str) -> dict:
         """``{"complete": bool, "done": rows finished, "n": rows}`` for progress displays."""
         d = self.directory(dataset, run, encoder_key)
@@ -213,18 +246,79 @@ class EmbeddingStore:
 
 def encode_pending(entry: "PendingEntry", encoder, load_inputs: Callable[[np.ndarray], Sequence], *,
                    progress: bool = True, desc: str | None = None) -> CropEmbeddings:
-    """Encode the entry's missing chunks in this process, one chunk at a time, then merge them."""
+    """Encode the entry's missing chunks in this process, one chunk at a time, then merge them. Each chunk's time
+    (reading its crops, encoding them; CUDA-synchronised on a GPU) goes into the entry's timing. On a CUDA device
+    one crop is encoded first, untimed, so that the first chunk does not carry the device's warm-up (CUDA context,
+    kernel loading)."""
     from tqdm.auto import tqdm
 
+    sync = entry.time_with(encoder)
+    warm = sync is not _no_sync
     with tqdm(total=entry.n_valid, initial=entry.n_valid_done, disable=not progress, unit="crop",
               desc=desc or f"embed {entry.run} ({getattr(encoder, 'name', entry.encoder_key)})") as bar:
         for c in list(entry.todo):
             rows = entry.rows(c)
-            e = encode_rows(encoder, list(load_inputs(rows))) if len(rows) else None
+            t0 = time.perf_counter()
+            inputs = list(load_inputs(rows)) if len(rows) else []
+            if warm and inputs:
+                encode_rows(encoder, inputs[:1])
+                warm = False
+            sync()
+            t1 = time.perf_counter()
+            e = encode_rows(encoder, inputs) if len(rows) else None
+            sync()
+            t2 = time.perf_counter()
             dim = entry.dim or (e.shape[1] if e is not None else text_dim(encoder))
-            entry.write(c, chunk_block(entry.bounds(c), rows, e, dim))
+            entry.write(c, chunk_block(entry.bounds(c), rows, e, dim), seconds=t2 - t1, load_seconds=t1 - t0)
             bar.update(len(rows))
     return entry.finish(entry.dim or text_dim(encoder))
+
+
+def _no_sync() -> None:
+    return None
+
+
+def encoder_device(encoder) -> tuple[str, str, object]:
+    """(device, device name, synchronise callable) of an encoder: ``torch.cuda.synchronize`` for a CUDA device
+    (the encoder's ``device`` attribute), a no-op otherwise."""
+    dev = getattr(encoder, "device", None)
+    if dev is not None and getattr(dev, "type", str(dev).split(":")[0]) == "cuda":
+        import torch
+
+        return str(dev), torch.cuda.get_device_name(dev), lambda: torch.cuda.synchronize(dev)
+    return str(dev or "cpu"), _cpu_name(), _no_sync
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return "CPU: " + line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return "CPU: " + (platform.processor() or platform.machine() or "unknown")
+
+
+def timing_summary(timing: dict, n: int, chunk_size: int) -> dict:
+    """An entry's timing with its totals recomputed from the per-chunk times: ``crops``, ``encode_seconds``,
+    ``load_seconds``, ``seconds`` (their sum: the semantic stage), ``chunks_timed`` of ``chunks_total``,
+    ``complete`` (every chunk timed), ``ms_per_crop`` and, once ``images`` is known and every chunk was timed,
+    ``ms_per_image`` (``1000 * seconds / images``; None otherwise)."""
+    chunks = timing.get("chunks") or {}
+    n_chunks = (int(n) + int(chunk_size) - 1) // max(int(chunk_size), 1)
+    crops = int(sum(int(c.get("crops", 0)) for c in chunks.values()))
+    enc = float(sum(float(c.get("seconds", 0.0)) for c in chunks.values()))
+    load = float(sum(float(c.get("load_seconds", 0.0)) for c in chunks.values()))
+    complete = len(chunks) == n_chunks
+    images = timing.get("images")
+    out = {**timing, "crops": crops, "encode_seconds": enc, "load_seconds": load, "seconds": enc + load,
+           "chunks_timed": len(chunks), "chunks_total": n_chunks, "complete": complete,
+           "ms_per_crop": 1e3 * (enc + load) / crops if crops else None,
+           "ms_per_image": 1e3 * (enc + load) / images if complete and images else None}
+    return out
 
 
 def encode_rows(encoder, inputs: list) -> np.ndarray:
@@ -275,6 +369,7 @@ class PendingEntry:
         st = store._read_state(d)
         same = st is not None and all(st.get(k) == self._state[k] for k in ("version", "encoder_key",
                                                                              "inputs_hash", "n", "chunk_size"))
+        self.timing = store._read_timing(d) if same else {}  # the times of the chunks kept (a resume)
         if not same and d.exists():
             shutil.rmtree(d)
         if not same:
@@ -315,8 +410,19 @@ class PendingEntry:
     def n_valid_done(self) -> int:
         return self.n_valid - sum(len(self.rows(c)) for c in self.todo)
 
-    def write(self, c: int, block: np.ndarray) -> None:
-        """Save chunk ``c`` (a ``(rows in chunk, d)`` float16 block) atomically and mark it done."""
+    def time_with(self, encoder):
+        """Record the encoder's name, device and batch size in the entry's timing; returns the callable that
+        synchronises its device (a no-op off CUDA) for timing a chunk."""
+        device, device_name, sync = encoder_device(encoder)
+        self.timing.update(encoder=getattr(encoder, "name", self.encoder_key), device=device,
+                                     device_name=device_name, batch_size=getattr(encoder, "batch_size", None),
+                                     cuda_synchronized=sync is not _no_sync)
+        return sync
+
+    def write(self, c: int, block: np.ndarray, *, seconds: float | None = None,
+              load_seconds: float | None = None) -> None:
+        """Save chunk ``c`` (a ``(rows in chunk, d)`` float16 block) atomically and mark it done; ``seconds`` (the
+        encoder's time on it) and ``load_seconds`` (reading its crops), when given, go into the entry's timing."""
         lo, hi = self.bounds(c)
         block = np.asarray(block)
         if block.dtype != np.float16 or block.ndim != 2 or block.shape[0] != hi - lo or \
@@ -325,6 +431,10 @@ class PendingEntry:
                              f"{block.shape} {block.dtype}")
         _atomic_save(self.chunks / f"{c:05d}.npy", block)
         self.dim = int(block.shape[1])
+        if seconds is not None:
+            self.timing.setdefault("chunks", {})[str(c)] = {
+                "seconds": float(seconds), "load_seconds": float(load_seconds or 0.0), "crops": len(self.rows(c))}
+            _atomic_write_json(self.dir / "timing.json", self.timing)
         if self._dim_saved != self.dim:
             self._state["dim"] = self.dim
             _atomic_write_json(self.dir / "state.json", self._state)
@@ -346,6 +456,9 @@ class PendingEntry:
         emb = np.concatenate(parts) if parts else np.zeros((0, dim), np.float16)
         _atomic_save(self.dir / "embeddings.npy", emb)
         self._state.update(dim=int(dim), complete=True)
+        if self.timing.get("chunks"):
+            self.timing = timing_summary(self.timing, self.n, self.chunk_size)
+            _atomic_write_json(self.dir / "timing.json", self.timing)
         _atomic_write_json(self.dir / "state.json", self._state)
         shutil.rmtree(self.chunks, ignore_errors=True)
         out = self.store.load(self.dataset, self.run, self.encoder_key, self.inputs_hash)

@@ -94,11 +94,21 @@ def crop_source(dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min
 def embed_run(store: EmbeddingStore, dataset, run, encoder, *, crops_json=None, pad: float = 0.0,
               min_size: float = 8, chunk_size: int = 256, progress: bool = True) -> CropEmbeddings:
     """Crop embeddings of a run: loaded from ``store`` when present and current, else computed in this process
-    (resumable; ``ov3d_core.remap.engines`` has the cluster engine)."""
+    (resumable; ``ov3d_core.remap.engines`` has the cluster engine). The entry's encoder timing gets the dataset's
+    image count (:func:`record_timing`)."""
     from ov3d_core.remap.engines.local import embed_local
 
-    return embed_local(store, dataset, run, encoder, crops_json=crops_json, pad=pad, min_size=min_size,
-                       chunk_size=chunk_size, progress=progress).embeddings
+    rep = embed_local(store, dataset, run, encoder, crops_json=crops_json, pad=pad, min_size=min_size,
+                      chunk_size=chunk_size, progress=progress)
+    record_timing(store, dataset, run, rep.encoder_key, engine=rep.engine)
+    return rep.embeddings
+
+
+def record_timing(store: EmbeddingStore, dataset, run, encoder_key: str, *, engine: str = "local") -> dict | None:
+    """Complete the cached entry's encoder timing with the number of images of ``dataset`` (the denominator of ms
+    per image: the run is evaluated on every image, with or without a crop) and the engine; returns the timing
+    (``ov3d_core.remap.cache.timing_summary``), or None when the entry was not timed (the Ray engine)."""
+    return store.annotate_timing(dataset.name, run.name, encoder_key, images=len(dataset.images), engine=engine)
 
 
 def _template_key(templates: Sequence[Template]) -> tuple:
