@@ -16,7 +16,7 @@ from ov3d_core.diagnostics.confusion import ConfusionMatrix, super_category_conf
 from ov3d_core.diagnostics.semantic import tree_cost
 from ov3d_core.errors import InputError
 from ov3d_core.io.ontology_file import load_ontology
-from ov3d_core.ontology import (OV3D_BENCH, OV3D_EXPLORER_10, SUPER_CATEGORIES, resolve_ontology)
+from ov3d_core.ontology import OV3D_BENCH, OV3D_EXPLORER_10, SUPER_CATEGORIES, resolve_ontology
 from ov3d_core.taxonomy import IGNORE_NAMES, OMNI3D_CATEGORIES, super_category
 
 # Argoverse 2 sensor-dataset annotation categories (30), as the dataset spells them.
@@ -136,8 +136,8 @@ def _cm(vocab, pairs):
     counts = np.zeros((len(vocab), len(vocab)), np.int64)
     np.add.at(counts, (g, p), 1)
     m = len(pairs)
-    return ConfusionMatrix(counts=counts, class_names=tuple(vocab), threshold=0.5, missed=np.zeros(len(vocab), np.int64),
-                           match_gt=np.arange(m), match_pred=np.arange(m), match_image=np.zeros(m, np.int64),
+    return ConfusionMatrix(counts=counts, class_names=tuple(vocab), threshold=0.5,
+                           missed=np.zeros(len(vocab), np.int64), match_gt=np.arange(m), match_pred=np.arange(m), match_image=np.zeros(m, np.int64),
                            match_iou=np.full(m, 0.8), match_gt_label=g, match_pred_label=p)
 
 
