@@ -20,7 +20,6 @@ import os
 import re
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -33,6 +32,7 @@ from ov3d_app import sources
 from ov3d_core.errors import InputError
 from ov3d_core.io.paths import DEMO_DIR_ENV, check_under_roots, demo_dir, is_under_roots
 from ov3d_core.io.yaml_safe import Kind
+from ov3d_core.memo import Memo
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
@@ -352,10 +352,8 @@ def catalog(cfg_key: str) -> dict:
 
 
 # ================================================================================================ shared per server
-_shared_lock = threading.Lock()
-_shared: OrderedDict[tuple, object] = OrderedDict()
-_building: dict[tuple, threading.Event] = {}
 SHARED_ITEMS = 256
+_shared: Memo[tuple, object] = Memo(SHARED_ITEMS)
 
 
 def shared(key: tuple, build: Callable[[], T], *, keep: int | None = None) -> T:
@@ -364,31 +362,10 @@ def shared(key: tuple, build: Callable[[], T], *, keep: int | None = None) -> T:
     which must treat it as read-only (``ui.plot`` copies a figure before it changes one). The last
     ``SHARED_ITEMS`` keys are kept, and with ``keep`` only the last ``keep`` keys of this kind (same ``key[0]``: for
     values as large as a run's box table). ``key`` should include the config key, so an edited config builds anew."""
-    while True:
-        with _shared_lock:
-            if key in _shared:
-                _shared.move_to_end(key)
-                return _shared[key]
-            event = _building.get(key)
-            if event is None:
-                event = _building[key] = threading.Event()
-                break
-        event.wait()
-    try:
-        value = build()
-        with _shared_lock:
-            _shared[key] = value
-            while len(_shared) > SHARED_ITEMS:
-                _shared.popitem(last=False)
-            if keep is not None:
-                kind = [k for k in _shared if k[0] == key[0]]
-                for old in kind[:max(0, len(kind) - keep)]:
-                    del _shared[old]
-        return value
-    finally:
-        with _shared_lock:
-            _building.pop(key, None)
-        event.set()  # a failed build lets a waiting session try (and fail with its own message)
+    value = _shared.get(key, build)  # a failed build is not kept: a waiting session tries (and fails) on its own
+    if keep is not None:
+        _shared.keep_last(lambda k: k[0] == key[0], keep)
+    return value
 
 
 def per_category_runs(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame:

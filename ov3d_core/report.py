@@ -39,9 +39,12 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ov3d_core.analysis import DEFAULT_TEMPLATES, Analysis, RemapSpec, View
+from ov3d_core.analysis import DEFAULT_TEMPLATES, LEADERBOARD_COLUMNS, MINING_KINDS, Analysis, RemapSpec, View
+from ov3d_core.analysis.diagnostics import POOLED
+from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, PROTOCOLS, RECALL_KEY, STATUS_IOU
 from ov3d_core.tables import json_scalar, to_latex, to_markdown
+from ov3d_core.taxonomy import super_category
 
 __all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "BOX_TABLES", "CI_TABLES",
            "PAIRED_TABLES", "MINING_TABLES", "ci_tables", "paired_tables", "mining_tables", "json_records",
@@ -50,7 +53,7 @@ __all__ = ["ReportOptions", "Report", "TableSpec", "TABLES", "PROMPT_TABLES", "B
            "tide_tables", "oracle_table", "distance_tables", "semantic_table", "prompt_tables", "box_detail_tables",
            "curve_tables", "report_tables", "build_report", "write_report"]
 
-ALL = "(all)"
+ALL = POOLED
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class ReportOptions:
         templates: the templates of the prompt probe (default: the 15 presets).
         remap_runs: restrict the prompt tables to these runs (None: every remappable run).
         engine: "local" or "ray": with "ray", the crop embeddings of the remapped runs are computed on Ray
-            (``ov3d_core.remap.engines``) and the template table is a Ray sweep (``ov3d_core.remap.sweep``): the same
+            (``ov3d_core.remap.engines``) and the template table is a Ray sweep (``ov3d_core.analysis.sweep``): the same
             numbers as "local". ``address``: the Ray cluster (None: a local instance).
         boxes: also write the per-prediction and per-GT status tables (``pred_status``, ``gt_status``) at
             ``status_iou`` (large: one row per box).
@@ -333,18 +336,16 @@ def report_views(a: Analysis, options: ReportOptions | None = None, *, progress:
                  ) -> list[View]:
     """One :class:`View` per (run, dataset) of the config, in config order (each run's geometry computed here)."""
     options = options or ReportOptions()
-    specs = list(a.benchmark.config.runs.values())
+    entries = a.run_entries()
     views = []
-    for s in (progress(specs) if progress else specs):
-        a.benchmark.pairs(s.name, s.dataset)
-        views.append(options.view(s.dataset, s.name))
+    for dataset, run in (progress(entries) if progress else entries):
+        a.geometry(dataset, run)
+        views.append(options.view(dataset, run))
     return views
 
 
 def leaderboard_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
     """One row per (run, dataset): :meth:`Analysis.leaderboard_row` (run first)."""
-    from ov3d_core.analysis import LEADERBOARD_COLUMNS
-
     cols = ["run", "dataset"] + [c for c in LEADERBOARD_COLUMNS if c not in ("run", "dataset")]
     return pd.DataFrame([a.leaderboard_row(v) for v in views], columns=LEADERBOARD_COLUMNS)[cols]
 
@@ -377,8 +378,6 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 def per_category_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
     """One row per (run, dataset, category): :meth:`Analysis.per_category` with run, dataset and super-category."""
-    from ov3d_core.taxonomy import super_category
-
     parts = []
     for v in views:
         df = _keyed(a.per_category(v), v)
@@ -388,22 +387,10 @@ def per_category_table(a: Analysis, views: Sequence[View]) -> pd.DataFrame:
 
 
 def status_tables(a: Analysis, views: Sequence[View]) -> dict[str, pd.DataFrame]:
-    """Per-box statuses of every view (:meth:`Analysis.pred_status` / :meth:`Analysis.gt_status`) with image ids
-    and categories."""
-    preds, gts = [], []
-    for v in views:
-        pred = a.benchmark.run(v.run, v.dataset).pred
-        gt = a.benchmark.dataset(v.dataset).gt
-        ps = a.pred_status(v)
-        ps.insert(1, "image_id", pred.image_id[ps["pred"].to_numpy()])
-        ps.insert(2, "category", pred.category[ps["pred"].to_numpy()])
-        ps.insert(3, "score", pred.score[ps["pred"].to_numpy()])
-        gs = a.gt_status(v)
-        gs.insert(1, "image_id", gt.image_id[gs["gt"].to_numpy()])
-        gs.insert(2, "category", gt.category[gs["gt"].to_numpy()])
-        preds.append(_keyed(ps, v))
-        gts.append(_keyed(gs, v))
-    return {"pred_status": _concat(preds), "gt_status": _concat(gts)}
+    """Per-box statuses of every view with image ids and categories (:meth:`Analysis.status_tables`)."""
+    tables = [a.status_tables(v) for v in views]
+    return {"pred_status": _concat([_keyed(t["pred"], v) for t, v in zip(tables, views)]),
+            "gt_status": _concat([_keyed(t["gt"], v) for t, v in zip(tables, views)])}
 
 
 def box_detail_tables(a: Analysis, views: Sequence[View]) -> dict[str, pd.DataFrame]:
@@ -440,89 +427,20 @@ def protocol_tables(a: Analysis, views: Sequence[View], options: ReportOptions) 
 
 
 def confusion_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
-    """Fig. 2 and Fig. 4 for every (run, dataset), and the super-category matrix pooled over all of them."""
-    from ov3d_core.diagnostics.confusion import super_category_names
-
-    supers = list(super_category_names())
-    fine, fine_cls, sup_long, summary = [], [], [], []
-    pooled = np.zeros((len(supers), len(supers)), np.int64)
-    pooled_missed = np.zeros(len(supers), np.int64)
-    n_fine_conf_all = 0
+    """Fig. 2 and Fig. 4 for every (run, dataset), and the super-category matrix pooled over all of them
+    (:meth:`Analysis.confusion_summary`)."""
+    fine, fine_cls, sup_long = [], [], []
     for v in views:
-        cm = a.confusion(v, iou=options.confusion_iou)
-        long = cm.to_long_frame()
+        long = a.confusion(v, iou=options.confusion_iou).to_long_frame()
         fine.append(_keyed(long[long["count"] > 0].reset_index(drop=True), v))
-        fine_cls.append(_fine_classes(cm, v.run, v.dataset))
+        fine_cls.append(_keyed(a.confusion_classes(v, iou=options.confusion_iou), v))
         sup = a.confusion(v, level="super", iou=options.confusion_iou)
         sl = sup.matrix.to_long_frame().rename(columns={"gt_class": "gt_super", "pred_class": "pred_super"})
         sup_long.append(_keyed(sl, v))
-        pooled += _align(sup.matrix.counts, sup.matrix.class_names, supers)
-        pooled_missed += _align_vec(sup.matrix.missed, sup.matrix.class_names, supers)
-        n_conf = int(cm.n_matched - np.trace(cm.counts))
-        n_fine_conf_all += n_conf
-        diag = sup.diagonal()
-        summary.append({"run": v.run, "dataset": v.dataset, "n_matched": cm.n_matched, "n_fine_confusions": n_conf,
-                        "accuracy": cm.accuracy,
-                        "cross_super_share_of_confusions": sup.cross_super_share_of_confusions,
-                        "cross_super_share_of_matches": sup.cross_super_share_of_matches,
-                        "mean_off_diagonal": sup.mean_off_diagonal,
-                        **{f"diag_{n}": float(diag.get(n, np.nan)) for n in supers}})
-    rows = pooled.sum(axis=1).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        norm = np.where(rows[:, None] > 0, pooled / np.where(rows == 0, 1, rows)[:, None], np.nan)
-    n_all = int(pooled.sum())
-    n_cross = int(n_all - np.trace(pooled))
-    diag = np.diag(norm)
-    summary.append({"run": ALL, "dataset": ALL, "n_matched": n_all, "n_fine_confusions": n_fine_conf_all,
-                    "accuracy": (n_all - n_fine_conf_all) / n_all if n_all else np.nan,
-                    "cross_super_share_of_confusions": n_cross / n_fine_conf_all if n_fine_conf_all else np.nan,
-                    "cross_super_share_of_matches": n_cross / n_all if n_all else np.nan,
-                    "mean_off_diagonal": float(1.0 - np.nanmean(diag)) if np.isfinite(diag).any() else np.nan,
-                    **{f"diag_{n}": float(d) for n, d in zip(supers, diag)}})
-    pooled_df = pd.DataFrame(norm, columns=supers)
-    pooled_df.insert(0, "gt", supers)
-    pooled_df["n_matched"] = pooled.sum(axis=1)
-    pooled_df["missed"] = pooled_missed
-    sum_cols = ["run", "dataset", "n_matched", "n_fine_confusions", "accuracy", "cross_super_share_of_confusions",
-                "cross_super_share_of_matches", "mean_off_diagonal"] + [f"diag_{n}" for n in supers]
+    pooled = a.confusion_summary(views, iou=options.confusion_iou)
     return {"confusion_fine": _concat(fine), "confusion_fine_classes": _concat(fine_cls),
-            "confusion_super": _concat(sup_long), "confusion_super_summary": pd.DataFrame(summary, columns=sum_cols),
-            "confusion_super_pooled": pooled_df}
-
-
-def _align(counts: np.ndarray, names, order: list[str]) -> np.ndarray:
-    idx = [order.index(n) for n in names]
-    out = np.zeros((len(order), len(order)), np.int64)
-    out[np.ix_(idx, idx)] = counts
-    return out
-
-
-def _align_vec(v, names, order: list[str]) -> np.ndarray:
-    out = np.zeros(len(order), np.int64)
-    if v is not None:
-        out[[order.index(n) for n in names]] = v
-    return out
-
-
-def _fine_classes(cm, run: str, dataset: str) -> pd.DataFrame:
-    counts = cm.counts
-    matched = counts.sum(axis=1)
-    correct = np.diag(counts)
-    off = counts.copy()
-    np.fill_diagonal(off, 0)
-    top = off.argmax(axis=1) if off.size else np.zeros(0, np.int64)
-    top_n = off.max(axis=1) if off.size else np.zeros(0, np.int64)
-    names = np.asarray(cm.class_names, dtype=object)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        top_frac = np.where(matched > 0, top_n / np.maximum(matched, 1), np.nan)
-    df = pd.DataFrame({
-        "run": run, "dataset": dataset, "class": list(cm.class_names), "n_matched": matched, "n_correct": correct,
-        "missed": cm.missed if cm.missed is not None else np.zeros(len(names), np.int64),
-        "diagonal": cm.diagonal().to_numpy(),
-        "most_confused_with": np.where(top_n > 0, names[top] if len(names) else names, None),
-        "most_confused_fraction": np.where(top_n > 0, top_frac, np.nan)})
-    used = (df["n_matched"] > 0) | (df["missed"] > 0)
-    return df[used].reset_index(drop=True)
+            "confusion_super": _concat(sup_long), "confusion_super_summary": pooled["summary"],
+            "confusion_super_pooled": pooled["pooled"]}
 
 
 def semantic_table(a: Analysis, views: Sequence[View], options: ReportOptions) -> pd.DataFrame:
@@ -616,8 +534,6 @@ def mining_tables(a: Analysis, views: Sequence[View], options: ReportOptions) ->
     """The first ``options.mine_top`` images of every :data:`~ov3d_core.analysis.MINING_KINDS` list
     (:meth:`Analysis.mine`) per (run, dataset); the cross-run kinds once per dataset (run ``(all)``). The oracle's
     gain is measured against the dataset-level protocol whatever ``options.protocol`` is."""
-    from ov3d_core.analysis import MINING_KINDS
-
     out = {}
     for kind in MINING_KINDS:
         parts = []
@@ -660,66 +576,27 @@ def remap_views(a: Analysis, views: Sequence[View], options: ReportOptions) -> l
 
 def prompt_tables(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict[str, pd.DataFrame]:
     """Table 8 (per template and per prompt type), PCR/PLC, FG-OVD ranks and vocabulary curve, and calibration,
-    for every remapped view (empty tables without an encoder)."""
+    for every remapped view (empty tables without an encoder). With ``options.engine == "ray"`` the template tables
+    are computed on Ray (:meth:`Analysis.template_scores_many`): the same numbers."""
     if options.encoder is None:
         return {}
-    from ov3d_core.diagnostics.prompts import prompt_sensitivity
-
     tpl, sens, cons, ranks, vocab, calib = [], [], [], [], [], []
     templates = tuple(options.templates)
     rviews = remap_views(a, views, options)
-    swept = _ray_template_scores(a, rviews, options) if options.engine == "ray" else None
-    for v in rviews:
-        t = a.template_scores(v, templates) if swept is None else swept[(v.dataset, v.run)]
+    scored = a.template_scores_many(rviews, templates, engine=options.engine, address=options.address)
+    for v, t in zip(rviews, scored):
         tpl.append(_keyed(t, v))
-        s = prompt_sensitivity(dict(zip(t["template"], t["AP3D"])), dict(zip(t["template"], t["group"])))
+        s = a.prompt_sensitivity(v, templates)
         sens.append({"run": v.run, "dataset": v.dataset, "encoder": v.remap.encoder, "theta": a.theta(v),
                      **{f"mean_{g}": m for g, m in s.group_mean.items()}, "mean": s.mean, "std": s.std, "cv": s.cv,
                      "drop_standard_to_overdetailed": s.drop_standard_to_overdetailed})
         cons.append({"run": v.run, "dataset": v.dataset, **a.consistency(v, templates).summary()})
-        from ov3d_core.diagnostics.fgovd import median_rank
-
-        lr = a.label_ranks(v)
-        ranks.append({"run": v.run, "dataset": v.dataset, **median_rank(lr["rank"].to_numpy())})
+        ranks.append({"run": v.run, "dataset": v.dataset, **a.label_rank_summary(v)})
         vocab.append(_keyed(a.vocabulary_curve(v), v))
         calib.append(_keyed(a.calibration(v).table, v))
     return {"prompt_templates": _concat(tpl), "prompt_sensitivity": pd.DataFrame(sens),
             "prompt_consistency": pd.DataFrame(cons), "label_ranks": pd.DataFrame(ranks),
             "vocabulary_curve": _concat(vocab), "calibration": _concat(calib)}
-
-
-def _ray_template_scores(a: Analysis, views: Sequence[View], options: ReportOptions) -> dict:
-    """``Analysis.template_scores`` of every view, computed on Ray: the crop embeddings with the Ray engine, then one
-    sweep task per (dataset, run). Same columns and numbers as the in-process table."""
-    from ov3d_core.remap.cache import EmbeddingStore
-    from ov3d_core.remap.engines import embed
-    from ov3d_core.remap.sweep import SweepJob, sweep
-
-    if not views or a.benchmark.config.path is None:
-        return {}
-    store = EmbeddingStore(a.embedding_dir)
-    jobs = []
-    for v in views:
-        b = a.benchmark
-        rep = embed(store, b.dataset(v.dataset), b.run(v.run, v.dataset), v.remap.encoder, engine="ray",
-                    crops_json=b.run_spec(v.run, v.dataset).crops, address=options.address, progress=False)
-        if rep.embeddings is None:
-            from ov3d_core.errors import InputError
-
-            raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
-                             "; ".join(str(f) for f in rep.failures))
-        jobs += [SweepJob(v.dataset, v.run, v.remap.encoder, t, a.theta(v), v.protocol, v.remap.score_mode)
-                 for t in options.templates]
-    rows = sweep(a.benchmark.config.path, jobs, engine="ray", cache_dir=a.embedding_dir, address=options.address)
-    out = {}
-    for v in views:
-        local = rows[(rows["dataset"] == v.dataset) & (rows["run"] == v.run)].reset_index(drop=True)
-        labels = a.template_labels(v, options.templates)
-        out[(v.dataset, v.run)] = pd.DataFrame({
-            "template": labels["template"], "group": labels["group"], "text": labels["text"],
-            "AP3D": local["AP3D"], "AP3D@25": local["AP3D@25"], RECALL_KEY: local[RECALL_KEY],
-            "n_kept": local["n_evaluated"].astype(int)})
-    return out
 
 
 def prompt_cv(a: Analysis, options: ReportOptions) -> dict[str, float]:
@@ -790,14 +667,11 @@ def json_records(df: pd.DataFrame) -> list[dict]:
 def build_report(a, options: ReportOptions | None = None, *, progress: Callable | None = None) -> Report:
     """Score every run, build every table, and collect the main numbers and notes. ``a``: an ``Analysis`` (or a
     ``Benchmark``, wrapped)."""
-    from ov3d_core.errors import InputError
-
     if not isinstance(a, Analysis):
         a = Analysis(a)
     options = options or ReportOptions()
-    cfg = a.benchmark.config
-    if not cfg.runs:
-        raise InputError(str(cfg.path or "<config>"), None, "runs", "at least one run to report on", [])
+    if not a.run_entries():
+        raise InputError(a.config_file, None, "runs", "at least one run to report on", [])
     tables = report_tables(a, options, progress=progress)
     lb = tables["leaderboard"]
     summ_keys = [c for c in lb.columns if c.startswith(("AP3D", "recall3D"))]
@@ -824,18 +698,18 @@ def build_report(a, options: ReportOptions | None = None, *, progress: Callable 
                                         "mean_off_diagonal")}
     pooled = sup[sup["run"] == ALL]
     datasets = {}
-    for name in cfg.datasets:
-        ds = a.benchmark.dataset(name)
-        datasets[name] = {"environment": a.environment(name), "n_images": int(len(ds.images)),
-                          "n_gt_boxes": int(len(ds.gt)), "n_categories": len(ds.vocabulary)}
+    for name in a.datasets:
+        info = a.dataset_info(name)
+        datasets[name] = {k: info[k] for k in ("environment", "n_images", "n_gt_boxes", "n_categories")}
     notes = _notes(a, tables, options)
+    config_path = a.config_path
     summary = {
-        "benchmark": cfg.name, "config": str(cfg.path) if cfg.path else None,
+        "benchmark": a.name, "config": str(config_path) if config_path else None,
         "options": asdict(options), "datasets": datasets, "runs": runs,
         "super_category_pooled": json_records(pooled)[0] if len(pooled) else None,
         "transfer_per_run": json_records(tables["transfer_per_run"]),
         "three_axis": json_records(tables["three_axis"]), "notes": notes}
-    return Report(benchmark=cfg.name, config=summary["config"], options=options, tables=tables,
+    return Report(benchmark=a.name, config=summary["config"], options=options, tables=tables,
                   summary=summary, notes=notes)
 
 

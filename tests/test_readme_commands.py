@@ -55,7 +55,7 @@ def test_the_cluster_section_is_docs_cluster_md():
 
 
 def test_the_documented_sweep_call_exists():
-    from ov3d_core.remap.sweep import grid, sweep
+    from ov3d_core.analysis.sweep import grid, sweep
 
     params = inspect.signature(sweep).parameters
     assert {"engine", "address"} <= set(params) and params["engine"].default == "local"

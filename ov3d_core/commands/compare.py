@@ -89,7 +89,7 @@ def _pairs(a, args) -> list[tuple]:
     from ov3d_core.analysis import View
     from ov3d_core.errors import InputError
 
-    every = list(dict.fromkeys(spec.name for spec in a.benchmark.config.runs.values()))
+    every = list(dict.fromkeys(run for _, run in a.run_entries()))
     want = 1 if args.protocols else 2
     runs = args.runs or (every if len(every) == want else None)
     if runs is None:
@@ -161,7 +161,7 @@ def _geometry(a, runs_on: dict, *, tolerate: bool = False) -> None:
         for r in runs:
             progress = _PairProgress(f"{r}/{d}")
             try:
-                a.benchmark.pairs(r, d, progress=progress)
+                a.geometry(d, r, progress=progress)
             except InputError as exc:
                 if not tolerate:
                     raise

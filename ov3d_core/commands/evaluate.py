@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
-from ov3d_core.commands._common import add_bootstrap_arguments, add_input_arguments, check_bootstrap_args
+from tqdm import tqdm
+
+from ov3d_core.analysis import Analysis, View
+from ov3d_core.commands._common import (CLI, add_bootstrap_arguments, add_input_arguments, check_bootstrap_args,
+                                        check_finite, check_output_file, read_name_list)
+from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import PROTOCOLS, RECALL_KEY, SUMMARY_KEYS
+from ov3d_core.io.progress import reporting
 
 
 def register(sub) -> None:
@@ -46,31 +53,9 @@ def _block(summary: dict, per_category, out_of_vocab=None, subsets: dict | None 
     return out
 
 
-def subset_aps(ap, vocabulary, subsets: dict) -> dict:
-    """Omni3D's subset means: AP3D over a category list, NaN unless every category was evaluated and has GT."""
-    return {name: ap.mean_ap(list(cats)) if set(cats) <= set(vocabulary) else float("nan")
-            for name, cats in subsets.items()}
-
-
-def dataset_subsets(name: str, spec) -> dict:
-    """Omni3D's per-dataset subset of a dataset (by name) plus the config's own ``subsets``."""
-    from ov3d_core.taxonomy import omni3d_preset_for
-
-    subsets = {}
-    preset = omni3d_preset_for(name) or omni3d_preset_for(spec.name)
-    if preset:
-        subsets["omni3d"] = preset
-    subsets.update(spec.subsets)
-    return subsets
-
-
 def _bar(**kw):
     """A tqdm bar on stderr that appears only once its step has run for ``OV3D_PROGRESS_DELAY`` seconds (default 1):
     a step shorter than that leaves stderr untouched (errors stay one line)."""
-    import os
-
-    from tqdm import tqdm
-
     return tqdm(file=sys.stderr, leave=False, delay=float(os.environ.get("OV3D_PROGRESS_DELAY", "1")), **kw)
 
 
@@ -178,9 +163,6 @@ def _table(title: str, block: dict) -> str:
 
 def _check_args(args) -> None:
     """Argument errors before any file is read (InputError: one line, exit 2)."""
-    from ov3d_core.commands._common import CLI, check_finite, check_output_file
-    from ov3d_core.errors import InputError
-
     check_finite(args.min_score, "--min-score")
     if args.json_out:
         check_output_file(args.json_out, "--json")
@@ -196,18 +178,12 @@ def _check_args(args) -> None:
 
 
 def _analysis(args):
-    from ov3d_core.analysis import Analysis
-    from ov3d_core.commands._common import CLI
-    from ov3d_core.errors import InputError
-
     if args.benchmark:
         return Analysis.from_yaml(args.benchmark)
     if not args.gt or not args.pred:
         raise InputError(CLI, None, "--gt/--pred", "at least one --gt and one --pred (or --benchmark)")
     cl = None
     if args.category_list:
-        from ov3d_core.commands._common import read_name_list
-
         cl = tuple(read_name_list(args.category_list))
         if not cl:
             raise InputError(args.category_list, None, None, "one category name per line", "an empty file")
@@ -215,77 +191,59 @@ def _analysis(args):
     a = Analysis.from_files(args.gt, args.pred, run_names=args.run_name or None,
                             formats=[args.format] * len(args.pred), category_list=cl, categories=cats,
                             cache_dir=args.cache_dir)
-    names = [spec.name for spec in a.benchmark.config.runs.values()]
-    if len(names) != len(args.pred):  # two files whose default names collide (same stem or folder)
+    if len(a.run_entries()) != len(args.pred):  # two files whose default names collide (same stem or folder)
         raise InputError(CLI, None, "--run-name", "one name per --pred (two prediction files get the same "
                          "default name; give --run-name for each)", [str(p) for p in args.pred])
     return a
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
-    from ov3d_core.analysis import View
-    from ov3d_core.errors import InputError
-    from ov3d_core.io.progress import reporting
-    from ov3d_core.taxonomy import SUBSET_PRESETS
-
     _check_args(args)
     a = _analysis(args)
-    bench = a.benchmark
     result: dict = {"protocol": args.protocol, "datasets": {}, "runs": {}}
     if args.ci:  # per run and dataset, not for the pooled numbers
         result["bootstrap"] = {"unit": "image", "n_resamples": args.resamples, "level": args.level,
                                "method": args.ci_method, "seed": args.seed}
-    specs = list(bench.config.runs.values())
+    entries = a.run_entries()
     steps = _StepBars()
     with reporting(steps):  # every file is read (and checked) before any geometry: a bad one fails before the work
         try:
-            for spec in specs:
-                bench.dataset(spec.dataset)
-                bench.run(spec.name, spec.dataset)
+            a.load_inputs()
         finally:
             steps.close()
-    notes = [f"note: dataset {bench.dataset(d).name} has no ground-truth annotations: every AP is NaN (null in the "
-             "JSON)" for d in dict.fromkeys(s.dataset for s in specs) if len(bench.dataset(d).gt) == 0]
-    bar = tqdm(specs, desc="evaluate", unit="run", file=sys.stderr, disable=len(specs) < 2 and not sys.stderr.isatty())
-    for spec in bar:
-        ds = bench.dataset(spec.dataset)
-        progress = _PairProgress(f"{spec.name}/{ds.name}")
+    info = {d: a.dataset_info(d) for d in dict.fromkeys(d for d, _ in entries)}
+    notes = [f"note: dataset {info[d]['name']} has no ground-truth annotations: every AP is NaN (null in the "
+             "JSON)" for d in info if info[d]["n_gt_boxes"] == 0]
+    bar = tqdm(entries, desc="evaluate", unit="run", file=sys.stderr,
+               disable=len(entries) < 2 and not sys.stderr.isatty())
+    for dataset, run_name in bar:
+        ds_name = info[dataset]["name"]
+        progress = _PairProgress(f"{run_name}/{ds_name}")
         try:
-            bench.pairs(spec.name, spec.dataset, progress=progress)
+            a.geometry(dataset, run_name, progress=progress)
         finally:
             progress.close()
-        v = View(dataset=spec.dataset, run=spec.name, protocol=args.protocol, min_score=args.min_score)
-        with _bar(total=1, desc=f"scoring {spec.name}/{ds.name}", unit="step") as sbar:
-            sc = a.score(v)
+        v = View(dataset=dataset, run=run_name, protocol=args.protocol, min_score=args.min_score)
+        with _bar(total=1, desc=f"scoring {run_name}/{ds_name}", unit="step") as sbar:
+            a.score(v)
             sbar.update(1)
-        if len(bench.run(spec.name, spec.dataset).pred) == 0:
-            notes.append(f"note: run {spec.name} has no predictions on {ds.name}: every AP is 0")
-        subsets = subset_aps(sc.ap, sc.view.vocabulary, dataset_subsets(ds.name, bench.dataset_spec(spec.dataset)))
-        block = _block(sc.summary, sc.per_category, a.out_of_vocabulary(v), subsets)
+        if a.n_predictions(dataset, run_name) == 0:
+            notes.append(f"note: run {run_name} has no predictions on {ds_name}: every AP is 0")
+        block = _block(a.summary(v), a.per_category(v), a.out_of_vocabulary(v), a.omni3d_subsets(v))
         if args.ci:
             boot = a.bootstrap(v, n_resamples=args.resamples, seed=args.seed, level=args.level,
                                method=args.ci_method)
             block["ci"] = ci_json(boot.to_frame(), "metric", args.resamples, args.seed)
             block["ci_per_category"] = ci_json(boot.per_category_frame(), "category", args.resamples, args.seed)
-            notes += undefined_interval_notes(f"run {spec.name} on {ds.name}", block, args.ci_method)
-        result["runs"].setdefault(spec.name, {})[ds.name] = block
+            notes += undefined_interval_notes(f"run {run_name} on {ds_name}", block, args.ci_method)
+        result["runs"].setdefault(run_name, {})[ds_name] = block
     # The documented shape: datasets -> NAME -> numbers (of the first/only run), pooled over datasets per run.
-    first_run = specs[0].name if specs else None
+    first_run = entries[0][1] if entries else None
     if first_run is not None:
         result["datasets"] = result["runs"][first_run]
-        first = next(s for s in specs if s.name == first_run)
-        v0 = View(dataset=first.dataset, run=first_run, protocol=args.protocol, min_score=args.min_score)
-        if len([d for d in a.datasets if first_run in a.runs(d)]) == 1:
-            sc = a.score(v0)  # pooled over one dataset is that dataset's score (memoised): no second evaluation
-            pooled = {"summary": sc.summary, "per_category": sc.per_category, "ap": sc.ap}
-        else:
-            pooled = a.pooled(v0)
-        vocab = tuple(pooled["per_category"]["category"])
-        pooled_subsets = subset_aps(pooled["ap"], vocab, {k: SUBSET_PRESETS[k] for k in
-                                                        ("omni3d", "omni3d_in", "omni3d_out")})
-        result["pooled"] = _block(pooled["summary"], pooled["per_category"], None, pooled_subsets)
+        v0 = View(dataset=entries[0][0], run=first_run, protocol=args.protocol, min_score=args.min_score)
+        pooled = a.pooled(v0)
+        result["pooled"] = _block(pooled["summary"], pooled["per_category"], None, pooled["subsets"])
     for name, per_ds in result["runs"].items():
         for ds_name, block in per_ds.items():
             print(_table(f"{name} on {ds_name} ({args.protocol})", block))

@@ -136,14 +136,12 @@ def run(args) -> int:
     if args.engine == "ray" and args.encoder is None:
         raise InputError(CLI, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
-    config = a.benchmark.config
-    names = list(dict.fromkeys(s.name for s in config.runs.values()))
+    names = list(dict.fromkeys(run for _, run in a.run_entries()))
     for r in paired or ():
         if r not in names:
-            raise InputError(str(config.path), None, "--paired", f"runs of the config {names}", r)
-    for spec in config.runs.values():  # every file is read (and checked) before any scoring: a bad one fails first
-        a.benchmark.run(spec.name, spec.dataset)
-    n = len(config.runs)
+            raise InputError(a.config_file, None, "--paired", f"runs of the config {names}", r)
+    a.load_inputs()  # every file is read (and checked) before any scoring: a bad one fails first
+    n = len(a.run_entries())
 
     def progress(items):
         return tqdm(items, desc="score", unit="run", file=sys.stderr, disable=n < 2 and not sys.stderr.isatty())
@@ -154,7 +152,7 @@ def run(args) -> int:
     except OSError as exc:
         raise InputError(str(out), None, None, f"a writable folder ({exc.strerror or exc})") from None
     lb = report.tables["leaderboard"]
-    print(f"{config.name}: {len(lb)} run(s) x dataset(s), protocol {options.protocol}")
+    print(f"{a.name}: {len(lb)} run(s) x dataset(s), protocol {options.protocol}")
     cols = [c for c in ("run", "dataset", "AP3D", "AP3D@25", "recall3D@15") if c in lb.columns]
     print(lb[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     for note in report.notes:

@@ -38,7 +38,8 @@ from ov3d_core.eval.matching import (
     unmatched_outcome,
 )
 from ov3d_core.eval.grouping import dense_image_keys
-from ov3d_core.eval.memo import ContentMemo, content_key
+from ov3d_core.digest import content_key
+from ov3d_core.memo import Memo
 from ov3d_core.eval.results import APResult, Matches
 from ov3d_core.io.columnar import trim_heap
 
@@ -279,7 +280,7 @@ class _ImageIndex:
     pairs_by_gt: bool
 
 
-_IMAGE_INDEX = ContentMemo(4)
+_IMAGE_INDEX = Memo(4, read_only=True)
 
 
 def _image_index(gt_image, pred_image, p_gt, p_pred) -> _ImageIndex:
@@ -349,9 +350,9 @@ def _order(c: _Checked, K: int, max_dets: int):
     return bucket_rows(all_by_score, keys, max(K, 1), carry=value_by_score)
 
 
-_SCORE_ORDER = ContentMemo(4)
+_SCORE_ORDER = Memo(4, read_only=True)
 #: The range values in that order (they do not change with the labels either).
-_VALUE_BY_SCORE = ContentMemo(4)
+_VALUE_BY_SCORE = Memo(4, read_only=True)
 
 
 def _score_order(score: np.ndarray, pi: np.ndarray, rank: np.ndarray | None, n_img: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +22,9 @@ import xxhash
 
 from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.eval.threads import kernel_threads
+from ov3d_core.digest import update_digest
 from ov3d_core.io import npzstore
+from ov3d_core.memo import Memo
 
 __all__ = ["Pairs", "compute_pairs", "PairCache", "GEOMETRY_VERSION", "geometry_key"]
 
@@ -283,7 +285,7 @@ def geometry_key(gt, pred) -> str:
             if a.dtype == object:  # (not from the loaders, which give int64 ids) hash the values, not pointers
                 h.update(repr(a.tolist()).encode())
             else:
-                npzstore.update_digest(h, a)
+                update_digest(h, a)
     return h.hexdigest()
 
 
@@ -304,45 +306,45 @@ class PairCache:
         self.root = Path(root)
         self.memory_items = int(memory_items)
         self.mmap = bool(mmap)
-        self._memo: OrderedDict[str, Pairs] = OrderedDict()
-        self._lock = threading.RLock()
-        self.hits = 0
+        self._memo: Memo[str, Pairs] = Memo(self.memory_items)
+        self._lock = threading.Lock()
+        self._disk_hits = 0
         self.misses = 0
+
+    @property
+    def hits(self) -> int:
+        """Lookups answered from memory or from the disk cache."""
+        return self._memo.hits + self._disk_hits
 
     def path_for(self, gt, pred) -> Path:
         return self.root / f"{geometry_key(gt, pred)}.npz"
 
     def get_or_compute(self, gt, pred, key_parts=(), *, progress=None) -> Pairs:
-        """The pairs of (gt, pred): from memory, else from disk, else computed and stored.
+        """The pairs of (gt, pred): from memory, else from disk, else computed and stored (once, when several threads
+        ask at the same time).
 
         ``key_parts`` (e.g. ``(dataset, run)``) are recorded in the file for humans; the file name is the geometry
         hash only, so renaming a run does not recompute and changed boxes always do.
         """
         key = geometry_key(gt, pred)
-        with self._lock:
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                self.hits += 1
-                return self._memo[key]
-        path = self.root / f"{key}.npz"
-        pairs = self._load(path, key, len(gt), len(pred))
-        if pairs is not None:
-            with self._lock:
-                self.hits += 1
-        else:
+
+        def load_or_compute() -> Pairs:
+            path = self.root / f"{key}.npz"
+            pairs = self._load(path, key, len(gt), len(pred))
+            if pairs is not None:
+                with self._lock:
+                    self._disk_hits += 1
+                return pairs
             pairs = compute_pairs(gt, pred, progress=progress)
             with self._lock:
                 self.misses += 1
             self._store(path, pairs, key_parts, key)
-        with self._lock:
-            self._memo[key] = pairs
-            while len(self._memo) > self.memory_items:
-                self._memo.popitem(last=False)
-        return pairs
+            return pairs
+
+        return self._memo.get(key, load_or_compute)
 
     def clear_memory(self) -> None:
-        with self._lock:
-            self._memo.clear()
+        self._memo.clear()
 
     def _load(self, path: Path, key: str, n_gt: int, n_pred: int) -> Pairs | None:
         npzstore.wait(path)

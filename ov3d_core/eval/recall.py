@@ -13,7 +13,8 @@ from ov3d_core.eval.matching import (
     greedy_one_to_one,
     pairs_by_pred,
 )
-from ov3d_core.eval.memo import ContentMemo, content_key
+from ov3d_core.digest import content_key
+from ov3d_core.memo import Memo
 from ov3d_core.eval.results import RecallResult
 
 __all__ = ["class_agnostic_recall", "recall_for_view"]
@@ -125,4 +126,4 @@ def recall_for_view(gt, pairs, view, *, gt_ignore=None, gt_mask=None, iou_thresh
                        lambda: class_agnostic_recall(*args, iou_threshold=iou_threshold, method=method))
 
 
-_RECALL = ContentMemo(4)
+_RECALL = Memo(4, read_only=True)

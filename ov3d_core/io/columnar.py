@@ -19,7 +19,6 @@ import mmap
 import os
 import re
 import sys
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from ov3d_core.io._validate import (
     DTYPES, MISSING, convert_many, file_size, convert_value, describe, first_true, os_error, read_bytes,
 )
 from ov3d_core.io.jsontext import huge_integer, loads_stdlib, parse_json, too_deep
+from ov3d_core.memo import Memo
 
 #: Record sections at least this large are read by the kernel (below it, msgspec into dicts is as fast).
 SCAN_MIN_BYTES = 24 << 20
@@ -256,19 +256,16 @@ class ScannedColumns(Columns):
         super().__init__(file, len(scan["rec_kind"]), label, what, fields)
         self._scan = scan
         self._read_span = read_span
-        self._cache: OrderedDict[int, object] = OrderedDict()
+        self._cache: Memo[int, object] = Memo(4096)
         self._names: list[str] | None = None
         self._exact_records = np.flatnonzero(scan["rec_kind"] == K.REC_EXACT)
 
     def record(self, i: int):
-        rec = self._cache.get(i, MISSING)
-        if rec is MISSING:
+        def read() -> object:
             start, end = self._scan["rec"][i]
-            rec = loads_stdlib(self.file, self._read_span(int(start), int(end)))
-            self._cache[i] = rec
-            if len(self._cache) > 4096:
-                self._cache.popitem(last=False)
-        return rec
+            return loads_stdlib(self.file, self._read_span(int(start), int(end)))
+
+        return self._cache.get(i, read)
 
     def require_objects(self) -> None:
         i = first_true(self._scan["rec_kind"] == K.REC_OTHER)

@@ -32,7 +32,9 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-__all__ = ["StoreError", "write", "read", "wait", "deferred_writes", "digest_array", "update_digest", "FORMAT"]
+from ov3d_core.digest import digest_array
+
+__all__ = ["StoreError", "write", "read", "wait", "deferred_writes", "FORMAT"]
 
 log = logging.getLogger(__name__)
 
@@ -43,27 +45,6 @@ _KINDS = "biufcSU"  # numpy kinds that np.load reads without pickle (no object, 
 
 class StoreError(ValueError):
     """A cache file that cannot be trusted (unreadable, damaged, of another format or for other inputs)."""
-
-
-def update_digest(h, a: np.ndarray) -> None:
-    """Feed an array's dtype, shape and bytes (C order) to the hash ``h``; a non-contiguous array is copied a block
-    of rows at a time, never whole."""
-    h.update(f"{a.dtype.str}|{a.shape}|".encode())
-    if a.size == 0:
-        return
-    if a.flags.c_contiguous:
-        h.update(memoryview(a.reshape(-1).view(np.uint8)))
-        return
-    rows = max(1, (8 << 20) // max(1, a[:1].nbytes))
-    for s in range(0, len(a), rows):
-        h.update(memoryview(np.ascontiguousarray(a[s:s + rows]).reshape(-1).view(np.uint8)))
-
-
-def digest_array(a: np.ndarray) -> str:
-    """xxh3-128 hex digest of an array's dtype, shape and bytes (C order)."""
-    h = xxhash.xxh3_128()
-    update_digest(h, a)
-    return h.hexdigest()
 
 
 def _meta_digest(doc: dict) -> str:

@@ -4,9 +4,10 @@ it with an image-text encoder, and relabel the box with its most similar dataset
 Modules: ``crops`` (crop boxes and crop images), ``encoders`` (``Encoder`` protocol, ``HFEncoder`` for
 SigLIP / SigLIP 2 / CLIP, ``ProxyEncoder`` demo stand-in), ``templates`` (the 15 prompt templates, ensembling),
 ``cache`` (crop-embedding store on disk, text-embedding cache), ``remap`` (pure remapping functions), ``pipeline``
-(run-level glue and the live re-scorer), ``engines`` (who computes the embeddings: in-process or on Ray), ``sweep``
-(template / theta sweeps over cached embeddings, in-process or as Ray tasks). torch and transformers are imported
-only when an encoder is built; ray only by the Ray engine.
+(run-level glue and the live re-scorer), ``engines`` (who computes the embeddings: in-process or on Ray).
+Template / theta sweeps over cached embeddings score views, so they live with the front door
+(``ov3d_core.analysis.sweep``). torch and transformers are imported only when an encoder is built; ray only by the
+Ray engine.
 """
 
 from ov3d_core.remap.cache import (  # noqa: F401

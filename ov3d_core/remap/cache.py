@@ -34,13 +34,13 @@ import re
 import shutil
 import tempfile
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from ov3d_core.memo import Memo
 from ov3d_core.remap.templates import Template, ensemble, prompts_for
 
 FORMAT_VERSION = 1
@@ -472,7 +472,7 @@ class TextEmbeddingCache:
     def __init__(self, root: str | Path | None = None, maxsize: int = 512):
         self.root = None if root is None else Path(root)
         self.maxsize = maxsize
-        self._mem: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._mem: Memo[str, np.ndarray] = Memo(maxsize, read_only=True)
         self.misses = 0  # prompt lists actually sent to an encoder (for tests and benchmarks)
 
     @staticmethod
@@ -483,30 +483,25 @@ class TextEmbeddingCache:
         """``(len(prompts), d)`` float32 normalised text embeddings (read-only array)."""
         prompts = [str(p) for p in prompts]
         k = self.key(encoder.cache_key, prompts)
-        hit = self._mem.get(k)
-        if hit is not None:
-            self._mem.move_to_end(k)
-            return hit
-        arr = None
-        path = None if self.root is None else self.root / "text" / _slug(encoder.cache_key, 40) / f"{k}.npy"
-        if path is not None and path.exists():
-            try:
-                arr = np.load(path)
-                if arr.shape[0] != len(prompts):
+
+        def load_or_encode() -> np.ndarray:
+            arr = None
+            path = None if self.root is None else self.root / "text" / _slug(encoder.cache_key, 40) / f"{k}.npy"
+            if path is not None and path.exists():
+                try:
+                    arr = np.load(path)
+                    if arr.shape[0] != len(prompts):
+                        arr = None
+                except (OSError, ValueError):
                     arr = None
-            except (OSError, ValueError):
-                arr = None
-        if arr is None:
-            self.misses += 1
-            arr = np.asarray(encoder.encode_text(prompts), dtype=np.float32)
-            if path is not None:
-                _atomic_save(path, arr)
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-        arr.setflags(write=False)
-        self._mem[k] = arr
-        while len(self._mem) > self.maxsize:
-            self._mem.popitem(last=False)
-        return arr
+            if arr is None:
+                self.misses += 1
+                arr = np.asarray(encoder.encode_text(prompts), dtype=np.float32)
+                if path is not None:
+                    _atomic_save(path, arr)
+            return np.ascontiguousarray(arr, dtype=np.float32)
+
+        return self._mem.get(k, load_or_encode)
 
 
 #: Process-wide in-memory text cache used when none is passed.

@@ -9,8 +9,6 @@ the text side of a template it has not seen (itself cached in memory and on disk
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -18,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ov3d_core.errors import InputError
+from ov3d_core.memo import Memo
 from ov3d_core.remap.cache import (CropEmbeddings, EmbeddingStore, TextEmbeddingCache, class_text_embeddings,
                                    hash_inputs)
 from ov3d_core.remap.crops import image_paths_for, load_crops, run_crop_boxes
@@ -142,9 +141,7 @@ class LiveRemapper:
         self.class_names = tuple(class_names)
         self.text_cache = text_cache
         self.templates = templates
-        self._rankings: OrderedDict[tuple, Ranking] = OrderedDict()
-        self._lock = threading.Lock()
-        self._max = max_cached
+        self._rankings: Memo[tuple, Ranking] = Memo(max_cached)
 
     def resolve(self, template) -> list[Template]:
         return resolve_templates(template, self.templates)
@@ -156,27 +153,19 @@ class LiveRemapper:
         """Top-1 classes and values for a template spec (id, group, literal, list), cached per template set: a
         threshold or score-mode change costs O(n), a template change one matrix product."""
         ts = self.resolve(template)
-        key = _template_key(ts)
-        with self._lock:
-            r = self._rankings.get(key)
-            if r is not None:
-                self._rankings.move_to_end(key)
-                return r
-        text = class_text_embeddings(self.encoder, ts, self.class_names, self.text_cache)
-        fn = self.encoder.probability if getattr(self.encoder, "has_calibrated_bias", False) else None
-        r = rank(similarities(self.emb, text), encoder_probability_fn=fn, valid=self.valid)
-        with self._lock:
-            self._rankings[key] = r
-            while len(self._rankings) > self._max:
-                self._rankings.popitem(last=False)
-        return r
+
+        def compute() -> Ranking:
+            text = class_text_embeddings(self.encoder, ts, self.class_names, self.text_cache)
+            fn = self.encoder.probability if getattr(self.encoder, "has_calibrated_bias", False) else None
+            return rank(similarities(self.emb, text), encoder_probability_fn=fn, valid=self.valid)
+
+        return self._rankings.get(_template_key(ts), compute)
 
     def warm(self, specs: Sequence = ("U1", "U2", "U3", "U4", "U5", "S1", "S2", "S3", "S4", "S5", "O1", "O2", "O3",
                                       "O4", "O5", "underdetailed", "standard", "overdetailed")) -> None:
         """Precompute rankings for several template specs (e.g. in a background thread after loading), so that
         switching between them is O(n) even for very large runs. Memory: n x C float32 per spec."""
-        with self._lock:
-            self._max = max(self._max, len(specs))
+        self._rankings.resize(max(self._rankings.max_items, len(specs)))
         for spec in specs:
             self.ranking(spec)
 
@@ -189,8 +178,7 @@ class LiveRemapper:
 
     def clear(self) -> None:
         """Forget cached rankings (text embeddings stay in the text cache)."""
-        with self._lock:
-            self._rankings.clear()
+        self._rankings.clear()
 
     def label_view(self, template, theta: float, score_mode: str = "detector", vocabulary=None):
         res = self.result(template, theta, score_mode)

@@ -31,9 +31,9 @@ def test_keep_bounds_one_kind_and_leaves_the_others():
     other = cache.shared(("test_other", tag), lambda: "other")
     for k in range(5):
         cache.shared(("test_kept", tag, k), lambda k=k: k, keep=2)
-    kept = [k for k in cache._shared if k[0] == "test_kept" and k[1] == tag]
+    kept = [k for k in cache._shared.keys() if k[0] == "test_kept" and k[1] == tag]
     assert kept == [("test_kept", tag, 3), ("test_kept", tag, 4)]
-    assert cache._shared[("test_other", tag)] == other
+    assert cache._shared.peek(("test_other", tag)) == other
     rebuilt = []
     cache.shared(("test_kept", tag, 0), lambda: rebuilt.append(1) or 0, keep=2)  # evicted: built again
     assert rebuilt == [1]

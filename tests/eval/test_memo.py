@@ -11,7 +11,8 @@ import pytest
 from ov3d_core.eval import ap as ap_mod
 from ov3d_core.eval import recall as recall_mod
 from ov3d_core.eval.ap import APParams, evaluate_ap
-from ov3d_core.eval.memo import ContentMemo, content_key
+from ov3d_core.digest import content_key
+from ov3d_core.memo import Memo
 from tests.eval.reference_omni3d import reference_ap
 from tests.eval.test_ap_reference import nan_to_minus1, random_case, to_arrays
 
@@ -29,7 +30,7 @@ def test_content_key_follows_content_not_identity():
 
 
 def test_memo_counts_evicts_and_freezes():
-    m = ContentMemo(2)
+    m = Memo(2, read_only=True)
     calls = []
     for key in ("a", "b", "a", "c", "b"):
         m.get(key, lambda k=key: calls.append(k) or np.zeros(3))

@@ -1,5 +1,6 @@
-"""`ov3d evaluate` on one dataset takes its pooled block from the dataset's score instead of evaluating the same
-detections a second time: the block must be the one ``Analysis.pooled`` computes."""
+"""``Analysis.pooled`` over one dataset takes its numbers from the dataset's score instead of evaluating the same
+detections a second time: the pooled block of ``ov3d evaluate`` must be the one the pooled evaluator
+(``eval.scoring.score_pooled``) computes over that one dataset."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 
 from ov3d_core.analysis import Analysis, View
 from ov3d_core.cli import main
-from ov3d_core.commands.evaluate import _block, subset_aps
+from ov3d_core.analysis.tables import POOLED_SUBSETS, subset_means
+from ov3d_core.commands.evaluate import _block
+from ov3d_core.eval.scoring import score_pooled
 from ov3d_core.taxonomy import SUBSET_PRESETS
 from tests.io.factories import make_annotation, make_gt_json, make_image, make_pred_from_annotation, make_pred_json
 
@@ -38,10 +41,11 @@ def test_pooled_block_of_one_dataset_is_analysis_pooled(tmp_path, protocol):
     got = json.loads(out.read_text())["pooled"]
 
     a = Analysis.from_files([gt], [pred], cache_dir=tmp_path / "c2")
-    p = a.pooled(View(dataset=a.datasets[0], run=a.runs()[0], protocol=protocol))
+    c = a.context(View(dataset=a.datasets[0], run=a.runs()[0], protocol=protocol))
+    p = score_pooled([(c.dataset, c.run, c.pairs, a.score(c.view).view)])  # the pooled evaluator itself
     vocab = tuple(p["per_category"]["category"])
     want = _block(p["summary"], p["per_category"], None,
-                  subset_aps(p["ap"], vocab, {k: SUBSET_PRESETS[k] for k in ("omni3d", "omni3d_in", "omni3d_out")}))
+                  subset_means(p["ap"], vocab, {k: SUBSET_PRESETS[k] for k in POOLED_SUBSETS}))
     want = json.loads(json.dumps(want))
     assert got == want
     assert 0 < got["AP3D"] < 100  # a real mix of matches and misses

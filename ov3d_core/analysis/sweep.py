@@ -3,7 +3,8 @@ jobs scored in this process or as Ray tasks, gathered into one table that is the
 
 Each row is ``Analysis.summary`` of the job's ``View`` (a ``RemapSpec`` over the run's cached crop embeddings;
 ``ov3d embed`` first), exactly what the remap CLI, the prompt lab and ``report`` show. Jobs are grouped by (dataset,
-run, encoder): a group loads the benchmark, the embeddings and the encoder's text side once, and is one Ray task.
+run, encoder): a group loads the benchmark, the embeddings and the encoder's text side once, and is one Ray task
+(:func:`score_group`, which builds its own ``Analysis`` on the worker).
 """
 
 from __future__ import annotations
@@ -13,9 +14,21 @@ from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Iterable, Sequence
 
-from ov3d_core.errors import InputError
+import pandas as pd
 
-ENGINES = ("local", "ray")
+from ov3d_core.analysis.core import Analysis
+from ov3d_core.analysis.view import RemapSpec, View
+from ov3d_core.benchmark import Benchmark
+from ov3d_core.errors import InputError
+from ov3d_core.eval.constants import PROTOCOLS
+from ov3d_core.remap.cache import EmbeddingStore
+from ov3d_core.remap.engines import ENGINES
+from ov3d_core.remap.pipeline import crop_source
+from ov3d_core.remap.remap import SCORE_MODES
+from ov3d_core.remap.templates import load_templates, resolve_templates
+
+__all__ = ["SweepJob", "JOB_FIELDS", "as_job", "grid", "check_jobs", "score_group", "sweep"]
+
 JOB_FIELDS = ("dataset", "run", "encoder", "template", "theta", "protocol", "score_mode")
 
 
@@ -54,10 +67,6 @@ def grid(runs: Iterable[tuple[str, str]], encoders: Sequence[str], templates: Se
 
 def check_jobs(jobs: Sequence[SweepJob], templates=None) -> None:
     """Refuse a bad job before any work starts (unknown protocol, score mode or template, theta not finite)."""
-    from ov3d_core.eval.scoring import PROTOCOLS
-    from ov3d_core.remap.remap import SCORE_MODES
-    from ov3d_core.remap.templates import resolve_templates
-
     for i, j in enumerate(jobs):
         where = f"jobs[{i}]"
         if j.protocol not in PROTOCOLS:
@@ -73,11 +82,6 @@ def score_group(config_path: str, jobs: Sequence[SweepJob], *, cache_dir: str | 
                 templates_file: str | None = None, pad: float = 0.0, min_size: float = 8) -> list[dict]:
     """Rows of jobs that share (dataset, run, encoder), in order: each is ``Analysis.summary`` of the job's
     ``View`` (the number the prompt lab and ``report`` show). Needs the run's embeddings in the cache."""
-    from ov3d_core.analysis import Analysis, RemapSpec, View
-    from ov3d_core.benchmark import Benchmark
-    from ov3d_core.remap.cache import EmbeddingStore
-    from ov3d_core.remap.pipeline import crop_source
-
     first = jobs[0]
     a = Analysis(Benchmark.from_yaml(config_path), embedding_dir=cache_dir)
     bench = a.benchmark
@@ -105,7 +109,7 @@ def score_group(config_path: str, jobs: Sequence[SweepJob], *, cache_dir: str | 
 
 
 def sweep(config_path, jobs, engine: str = "local", *, cache_dir=None, templates_file=None, pad: float = 0.0,
-          min_size: float = 8, address: str | None = None):
+          min_size: float = 8, address: str | None = None) -> pd.DataFrame:
     """Score every job and return one ``pandas.DataFrame``, a row per job in the given order: the job's fields, the
     summary numbers (AP3D, AP3D@15, ..., recall3D@15), ``n_kept`` / ``n_pred`` (boxes kept by remapping, of all) and
     ``n_evaluated`` (kept boxes still scored after the protocol filter).
@@ -114,14 +118,10 @@ def sweep(config_path, jobs, engine: str = "local", *, cache_dir=None, templates
     has, else on ``address`` or a local one, as ``ov3d embed --engine ray``); the table is the same as
     ``engine="local"``.
     """
-    import pandas as pd
-
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     config_path = str(config_path)
     jobs = [as_job(j) for j in jobs]
-    from ov3d_core.remap.templates import load_templates
-
     check_jobs(jobs, load_templates(templates_file) if templates_file else None)
     groups: dict[tuple, list[int]] = {}
     for i, j in enumerate(jobs):
@@ -141,7 +141,7 @@ def sweep(config_path, jobs, engine: str = "local", *, cache_dir=None, templates
 
 
 def _ray_groups(config_path: str, parts: list, kw: dict, address: str | None) -> list:
-    import ray
+    import ray  # the optional `ray` extra: imported only for engine="ray"
 
     from ov3d_core.remap.engines.ray_data import connect
 
