@@ -16,6 +16,7 @@ import streamlit as st
 from ov3d_app import cache, drawing, ui
 from ov3d_app import tags as T
 from ov3d_app.drawing import MISSING
+from ov3d_app.rerun_button import rerun_button
 from ov3d_core.viz.scene3d import scene_figure
 
 ui.page_header("Object view", "One ground-truth object, every run: each run's best-overlapping box (any class) "
@@ -74,6 +75,8 @@ with ui.guard("The object view"):
     table = ov.to_frame()
     if c3.button("Open in the scene inspector", icon=":material/view_in_ar:", key="obj_scene", width="stretch"):
         _open_scene(ov.image_id, f"gt||{g}", None)
+    with c3:  # the object's image, every run, as a Rerun recording (built on click)
+        rerun_button(ctx, [ov.image_id], name=f"object_{ctx.dataset}_{g}", key="obj_rrd")
 
     st.subheader(ui.md(ov.sentence()))
     s = ov.summary

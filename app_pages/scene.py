@@ -15,6 +15,7 @@ from ov3d_app.gl_scene import gl_scene
 from ov3d_app.drawing import MISSING
 from ov3d_app import state as S
 from ov3d_app import tags as T
+from ov3d_app.rerun_button import rerun_button
 from ov3d_core.viz.image_overlay import image_overlay, legend_html, legend_items
 
 ui.page_header("Scene inspector", "GT boxes dotted (missed GT solid orange), predictions solid: green TP, red FP, "
@@ -226,6 +227,8 @@ with ui.guard("The scene inspector"):
                 st.markdown(f"**{ui.md(run or 'ground truth')}** · {counts.get(run, '')}")
                 key = f"img_{run}"
                 ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")
+    with st.columns([5, 1])[1]:  # this image, every run, as a Rerun recording (built on click)
+        rerun_button(ctx, [image_id], name=f"scene_{ctx.dataset}_{image_id}", key="scene_rrd")
 
     with st.container(border=True):
         t1, t2 = st.columns([5, 1])

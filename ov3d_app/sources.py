@@ -88,10 +88,12 @@ def display_path(path: str | os.PathLike) -> str:
 # ================================================================================================ uploads
 @dataclass(frozen=True)
 class Upload:
-    """One uploaded file: the name the browser gave (may hold a relative folder path) and its bytes."""
+    """One uploaded file: the name the browser gave (may hold a relative folder path), its bytes, and for a
+    prediction file the run name the upload form gave it (None: the naming rule's, :func:`suggest_run_names`)."""
 
     name: str
     data: bytes
+    run: str | None = None
 
 
 def safe_parts(name: str) -> list[str]:
@@ -156,28 +158,58 @@ def _image_places(images: Sequence[Upload], file_paths: list[str]) -> list[str]:
     return out
 
 
+def _is_run_file(f: Upload) -> bool:
+    return not f.name.lower().endswith(".txt")  # a .txt among the predictions is a .pth's category list
+
+
+def suggest_run_names(predictions: Sequence[Upload]) -> list[str | None]:
+    """Per prediction upload, the run name the upload form offers: the one naming rule of every route
+    (``ov3d_core.commands.init.run_name``, as ``ov3d init`` names the same file; repeats told apart by
+    ``init.unique_names``); None for a category list (.txt)."""
+    from ov3d_core.commands.init import run_name, unique_names
+
+    runs = [f for f in predictions if _is_run_file(f)]
+    names = iter(unique_names(run_name(Path(*(safe_parts(f.name) or ["predictions.json"]))) for f in runs))
+    return [next(names) if _is_run_file(f) else None for f in predictions]
+
+
+def _run_places(predictions: Sequence[Upload]) -> list[tuple[str, Upload, str]]:
+    """(relative path, upload, run name) of every prediction file of an upload: ``predictions/<run name>/<file>``
+    (the run name made safe as a folder name, repeats told apart)."""
+    names = suggest_run_names(predictions)
+    out, folders = [], set()
+    for f, suggested in zip(predictions, names):
+        if not _is_run_file(f):
+            continue
+        run = f.run if f.run is not None else suggested
+        name = (safe_parts(f.name) or ["predictions.json"])[-1]
+        folder = _unique("_".join(safe_parts(run)) or "run", folders)
+        out.append((f"predictions/{folder}/{name}", f, run))
+    return out
+
+
+def upload_run_names(predictions: Sequence[Upload]) -> dict[str, str]:
+    """``{path in the upload folder: run name}`` of the prediction files (for ``config_for_folder(run_names=)``)."""
+    return {rel: run for rel, _, run in _run_places(predictions)}
+
+
 def upload_layout(gt: Sequence[Upload], predictions: Sequence[Upload], images: Sequence[Upload] = ()
                   ) -> list[tuple[str, bytes]]:
     """(relative path, bytes) of every uploaded file in its upload folder: GT files at the top (their images
-    resolve from there), each prediction file in ``predictions/<its stem>/`` (the folder names the run when the
-    file name is generic, e.g. ``omni_instances_results.json``; a ``category_list.txt`` among them goes beside
-    every ``.pth``), images where their GT ``file_path`` says."""
+    resolve from there), each prediction file in ``predictions/<its run name>/`` (``_run_places``; a
+    ``category_list.txt`` among them goes beside every ``.pth``), images where their GT ``file_path`` says."""
     if not gt:
         raise InputError("upload", None, "ground truth", "at least one GT file (Omni3D JSON)", Kind("none"))
     out: list[tuple[str, bytes]] = []
     taken: set[str] = set()
     for f in gt:
         out.append((_unique((safe_parts(f.name) or ["gt.json"])[-1], taken), f.data))
-    lists = [f for f in predictions if f.name.lower().endswith(".txt")]
-    runs = [f for f in predictions if not f.name.lower().endswith(".txt")]
-    stems: set[str] = set()
-    for f in runs:
-        name = (safe_parts(f.name) or ["predictions.json"])[-1]
-        folder = _unique(name.rsplit(".", 1)[0] or "run", stems)
-        out.append((f"predictions/{folder}/{name}", f.data))
-        if name.lower().endswith(".pth"):
-            out += [(f"predictions/{folder}/{(safe_parts(t.name) or ['category_list.txt'])[-1]}", t.data)
-                    for t in lists]
+    lists = [f for f in predictions if not _is_run_file(f)]
+    for rel, f, _ in _run_places(predictions):
+        out.append((rel, f.data))
+        if rel.lower().endswith(".pth"):
+            folder = rel.rsplit("/", 1)[0]
+            out += [(f"{folder}/{(safe_parts(t.name) or ['category_list.txt'])[-1]}", t.data) for t in lists]
     places = _image_places(images, _gt_file_paths(gt))
     out += [(rel, f.data) for rel, f in zip(places, images)]
     return out
@@ -252,12 +284,15 @@ def _write_new(out_dir: Path, text: str) -> Path:
 
 def config_for_folder(folder: str | os.PathLike, *, roots: Iterable[str | os.PathLike] | None = None,
                       out_dir: str | os.PathLike | None = None, name: str | None = None,
-                      cache_dir: str | os.PathLike | None = None) -> FolderConfig:
+                      cache_dir: str | os.PathLike | None = None,
+                      run_names: Mapping[str, str] | None = None) -> FolderConfig:
     """Scan ``folder`` as ``ov3d init`` does and write its commented benchmark YAML as a new file.
 
     ``folder`` must lie inside ``roots`` (default ``allowed_roots()``; refused naming only its basename). The YAML
     goes to ``out_dir`` (default ``<cache>/scans/<hash of the folder's path>``), its paths relative to it; it is
-    validated with the roots before it is written (``InputError`` when it names no dataset or a path outside)."""
+    validated with the roots before it is written (``InputError`` when it names no dataset or a path outside).
+    Runs are named as ``ov3d init`` names them (``init.run_name``), except the files ``run_names`` names (paths
+    relative to ``folder``: an upload's names, ``upload_run_names``)."""
     from ov3d_core.commands.init import render_yaml, scan_folder
     from ov3d_core.io.config import parse_config
     from ov3d_core.io.yaml_safe import load_yaml_bytes
@@ -269,7 +304,7 @@ def config_for_folder(folder: str | os.PathLike, *, roots: Iterable[str | os.Pat
     base = Path(cache_dir) if cache_dir is not None else app_cache_dir()
     out = Path(out_dir) if out_dir is not None else base / "scans" / _digest(str(where))
     out = out.resolve()
-    scan = scan_folder(where, out)
+    scan = scan_folder(where, out, run_names=run_names)
     text = render_yaml(scan, out, name=name or where.name, command="the app's Data source page")
     label = "benchmark.yaml"
     parse_config(load_yaml_bytes(text.encode("utf-8"), file=label), file=label, base=out, path=out / label,
@@ -290,4 +325,4 @@ def scan_summary(scan) -> dict[str, list[dict]]:
 
 __all__ = ["ALLOW_ROOT_HINT", "APP_CACHE_ENV", "DATA_ROOT_ENV", "DATA_ROOT_FLAG", "FolderConfig", "Upload", "allowed_roots",
            "app_cache_dir", "config_for_folder", "display_path", "is_under_roots", "safe_parts", "scan_summary",
-           "server_data_roots", "store_upload", "upload_layout"]
+           "server_data_roots", "store_upload", "suggest_run_names", "upload_layout", "upload_run_names"]

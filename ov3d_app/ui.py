@@ -300,37 +300,54 @@ def page_header(title: str, intro: str) -> None:
 
 
 # ================================================================================================ export
+#: The figure downloads: (label, format, self-contained HTML, file-name suffix, key suffix, help).
+FIGURE_EXPORTS = (
+    ("PNG", "png", True, "", "png", "A raster image at twice the figure's size."),
+    ("SVG", "svg", True, "", "svg", "A vector image (for a paper or slides)."),
+    ("HTML, offline (plotly.js inside: 4.8 MB)", "html", True, "", "html",
+     "The interactive figure with plotly.js inside: opens in any browser without the network."),
+    ("HTML, small (plotly.js from the CDN: needs the network to view)", "html", False, "_cdn", "html-cdn",
+     "The interactive figure, loading plotly.js from the plotly CDN when opened: a few kB to send, but the "
+     "browser that opens it must reach cdn.plot.ly."),
+)
+
+
 def export_figure(fig, name: str, key: str, *, static_fig=None) -> None:
-    """PNG / SVG (kaleido, generated on click) and HTML download buttons for a figure.
+    """PNG / SVG (kaleido, generated on click: the button spins until the file is ready) and HTML download buttons
+    for a figure, under a safe file name (``viz.export.safe_file_name``). Drawing them starts the export browser in
+    the background (``viz.export.warm_up``, once per process).
 
     ``fig`` may be a function that builds the figure (called on click only); ``static_fig`` replaces ``fig`` for the
     export (e.g. the static heatmap of a clickable matrix)."""
-    from ov3d_core.viz.export import MIME, figure_bytes
+    from ov3d_core.viz.export import MIME, figure_bytes, safe_file_name, warm_up
 
     target = static_fig if static_fig is not None else fig
+    warm_up()
 
-    def export(fmt: str) -> bytes:
-        return figure_bytes(target() if callable(target) else target, fmt)
+    def export(fmt: str, offline: bool) -> bytes:
+        return figure_bytes(target() if callable(target) else target, fmt, offline=offline)
 
     with st.popover("Export", icon=":material/download:"):
-        for fmt in ("png", "svg", "html"):
-            st.download_button(fmt.upper(), data=_deferred(export, fmt), file_name=f"{name}.{fmt}",
-                               mime=MIME[fmt], key=f"dl:{key}:{fmt}", on_click="ignore")
+        for label, fmt, offline, suffix, ksuffix, helptext in FIGURE_EXPORTS:
+            st.download_button(label, data=_deferred(export, fmt, offline),
+                               file_name=safe_file_name(name + suffix, fmt), mime=MIME[fmt], key=f"dl:{key}:{ksuffix}",
+                               on_click="ignore", help=helptext, width="stretch")
 
 
 def export_table(df, name: str, key: str, *, caption: str | None = None) -> None:
     """CSV and LaTeX download buttons for a table."""
     from ov3d_core.tables import to_csv, to_latex
-    from ov3d_core.viz.export import MIME
+    from ov3d_core.viz.export import MIME, safe_file_name
 
     c1, c2 = st.columns(2)
     with c1:
-        st.download_button("CSV", data=_deferred(lambda d: to_csv(d, 4).encode("utf-8"), df), file_name=f"{name}.csv",
+        st.download_button("CSV", data=_deferred(lambda d: to_csv(d, 4).encode("utf-8"), df),
+                           file_name=safe_file_name(name, "csv"),
                            mime=MIME["csv"],
                            key=f"dl:{key}:csv", on_click="ignore", icon=":material/table:")
     with c2:
         st.download_button("LaTeX", data=_deferred(lambda d: to_latex(d, caption=caption).encode("utf-8"), df),
-                           file_name=f"{name}.tex",
+                           file_name=safe_file_name(name, "tex"),
                            mime=MIME["tex"], key=f"dl:{key}:tex", on_click="ignore", icon=":material/functions:")
 
 

@@ -27,6 +27,7 @@ import datetime as _dt
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,7 @@ class FoundRun:
     category_note: str = ""
     crops: Path | None = None
     disabled: str = ""             # why the run is written commented out
+    name_note: str = "guessed from the file or folder name"
 
 
 @dataclass
@@ -355,22 +357,55 @@ def _asset_pattern(ds: FoundDataset, dirs: list[Path], names: tuple[str, ...], e
     return None, ""
 
 
-def _run_name(run: FoundRun, datasets: list[FoundDataset]) -> str:
-    stem = run.path.name if run.format == "kitti" else run.path.stem
+#: Prediction file stems that say nothing about the method (every Cube R-CNN output is omni_instances_results.json).
+GENERIC_RUN_STEMS = ("omni_instances_results", "instances_predictions", "data")
+
+
+def run_name(path: str | os.PathLike, *, fmt: str = "auto", dataset: str | None = None,
+             datasets: Iterable[str] = ()) -> str:
+    """THE naming rule of a run (``ov3d init``, the app's folder scan and its upload form all use it): for a
+    prediction file (or a KITTI result folder) at ``path``, of format ``fmt``, on dataset ``dataset`` among
+    ``datasets``:
+
+    1. ``<run>__<dataset>.json`` (the demo's files): ``<run>``;
+    2. a file stem that names something (not ``omni_instances_results`` / ``instances_predictions`` / ``data`` /
+       ``*_output_results``, not the dataset's name): the stem (``_output_results`` cut from DetAny3D's names);
+    3. otherwise the nearest folder above it whose name is neither generic (``GENERIC_DIRS``) nor a dataset's;
+    4. otherwise the stem.
+
+    Two runs of one dataset with the same name are told apart by :func:`unique_names` (``name_2``, ...)."""
+    path = Path(path)
+    stem = path.name if fmt == "kitti" else path.stem
     if "__" in stem:  # <run>__<dataset> (the demo's naming)
         head, tail = stem.rsplit("__", 1)
-        if run.dataset is not None and tail == run.dataset.name and head:
+        if dataset is not None and tail == dataset and head:
             return head
-    if run.format == "detany3d-json":
+    if fmt == "detany3d-json" or (fmt == "auto" and stem.endswith("_output_results")):
         stem = stem[: -len("_output_results")] if stem.endswith("_output_results") else stem
-    generic = stem in ("omni_instances_results", "instances_predictions", "data") or stem.endswith("_output_results")
-    if not generic and not (run.dataset is not None and stem == run.dataset.name) and run.format != "kitti":
+    generic = stem in GENERIC_RUN_STEMS or stem.endswith("_output_results") or not stem
+    if not generic and stem != dataset and fmt != "kitti":
         return stem
-    ds_names = {d.name for d in datasets}
-    for q in [run.path.parent if run.format != "kitti" else run.path, *run.path.parents]:
+    ds_names = {*datasets, *([dataset] if dataset else [])}
+    for q in [path.parent if fmt != "kitti" else path, *path.parents]:
         if q.name and q.name.lower() not in GENERIC_DIRS and q.name not in ds_names:
             return q.name
     return stem
+
+
+def unique_names(names: Iterable[str]) -> list[str]:
+    """``names`` with repeats told apart the one way every route names runs: the second ``x`` becomes ``x_2``, the
+    third ``x_3`` (case-sensitive, as run names are)."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}_{seen[n]}")
+    return out
+
+
+def _run_name(run: FoundRun, datasets: list[FoundDataset]) -> str:
+    return run_name(run.path, fmt=run.format, dataset=run.dataset.name if run.dataset else None,
+                    datasets=[d.name for d in datasets])
 
 
 def _assign(run: FoundRun, datasets: list[FoundDataset]) -> None:
@@ -396,9 +431,11 @@ def _assign(run: FoundRun, datasets: list[FoundDataset]) -> None:
     run.dataset = best
 
 
-def scan_folder(folder: str | Path, out_dir: str | Path | None = None) -> Scan:
+def scan_folder(folder: str | Path, out_dir: str | Path | None = None, *,
+                run_names: Mapping[str | os.PathLike, str] | None = None) -> Scan:
     """Find GT, predictions, crops, images, depth and point folders under ``folder`` (paths in the result's
-    patterns are relative to ``out_dir``, default ``folder``)."""
+    patterns are relative to ``out_dir``, default ``folder``). Runs are named by :func:`run_name`, except those
+    whose file ``run_names`` names (path relative to ``folder``, or absolute: the name given, e.g. on upload)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(str(folder), None, None, "an existing folder to look at", "no such folder")
@@ -426,20 +463,19 @@ def scan_folder(folder: str | Path, out_dir: str | Path | None = None) -> Scan:
             ds.points, note = _asset_pattern(ds, dirs, POINT_DIRS, POINT_EXTS, out_dir)
             if note:
                 ds.notes.append("points: " + note)
+    given = {(folder / Path(k)).resolve(): str(v) for k, v in (run_names or {}).items()}
     for run in scan.runs:
         _assign(run, scan.datasets)
         run.name = _run_name(run, scan.datasets)
+        if run.path.resolve() in given:
+            run.name, run.name_note = given[run.path.resolve()], "as given"
         stem = run.path.parent / (run.path.stem if run.path.is_file() else run.path.name)
         if stem in crops:
             run.crops = crops.pop(stem)
-    seen: dict[tuple[str, str], int] = {}
-    for run in scan.runs:
-        if run.dataset is None:
-            continue
-        key = (run.name, run.dataset.name)
-        seen[key] = seen.get(key, 0) + 1
-        if seen[key] > 1:
-            run.name = f"{run.name}_{seen[key]}"
+    for ds in scan.datasets:
+        mine = [r for r in scan.runs if r.dataset is ds]
+        for r, name in zip(mine, unique_names(r.name for r in mine)):
+            r.name = name
     scan.skipped += [(p, "crop descriptors without a run file of the same name") for p in crops.values()]
     return scan
 
@@ -546,7 +582,7 @@ def render_yaml(scan: Scan, out_dir: str | Path, *, name: str | None = None, com
     for run in scan.runs:
         disabled = bool(run.disabled) or run.dataset is None
         lines.append(f"  # {_rel(run.path, out_dir)}: {run.summary}")
-        pairs = [("name", _q(run.name), "guessed from the file or folder name"),
+        pairs = [("name", _q(run.name), run.name_note),
                  ("dataset", _q(run.dataset.name) if run.dataset else "?", run.dataset_note),
                  ("predictions", _q(_rel(run.path, out_dir)), ""), ("format", run.format, run.format_note)]
         if run.category_list is not None:
