@@ -18,6 +18,7 @@ import numpy as np
 
 from ov3d_core.io.config import BenchmarkConfig, DatasetSpec, RunSpec, load_config
 from ov3d_core.errors import InputError
+from ov3d_core.heap import trim_heap
 from ov3d_core.model import Dataset, Run
 
 
@@ -160,7 +161,7 @@ class Benchmark:
                 with _recording(caught, name, None):
                     self._datasets[name] = self._load_dataset(self.dataset_spec(name))
                 self._warnings[(name, None)] = caught
-                _trim_heap()
+                trim_heap()  # the step freed many temporaries: give them back before the next allocates
             return self._datasets[name]
 
     def _load_dataset(self, spec: DatasetSpec) -> Dataset:
@@ -201,7 +202,7 @@ class Benchmark:
                 if spec.format != "kitti" and self._load_cache_root([spec.predictions]) is not None:
                     self._reloadable.add(key)
                 self._release_beyond_budget(keep=key)
-                _trim_heap()
+                trim_heap()  # the step freed many temporaries: give them back before the next allocates
             self._runs.move_to_end(key)
             return self._runs[key]
 
@@ -264,7 +265,7 @@ class Benchmark:
             if key not in self._pairs:
                 ds, r = self.dataset(dataset), self.run(run, dataset)
                 self._pairs[key] = self.pair_cache.get_or_compute(ds.gt, r.pred, progress=progress)
-                _trim_heap()
+                trim_heap()  # the step freed many temporaries: give them back before the next allocates
             return self._pairs[key]
 
     def warm(self, run: str, dataset: str) -> None:
@@ -319,8 +320,3 @@ class Benchmark:
         return p if p.exists() else None
 
 
-def _trim_heap() -> None:
-    """Loads and pair computation free many temporaries: give that memory back before the next step allocates."""
-    from ov3d_core.io.columnar import trim_heap
-
-    trim_heap()

@@ -16,9 +16,11 @@ import os
 import sys
 import threading
 
+from ov3d_core.compile_notice import announce_compiles
 from ov3d_core.errors import InputError
+from ov3d_core.io import npzstore
 
-COMMANDS = ("evaluate", "compare", "demo", "embed", "remap", "report", "init")
+COMMANDS = ("evaluate", "compare", "demo", "embed", "remap", "report", "init", "export_rerun")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,8 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from ov3d_core.io import npzstore
-
+    announce_compiles()  # a first run compiles the numeric kernels: say so rather than look hung
     try:
         with npzstore.deferred_writes():  # caches are written while the command goes on; waited for at its end
             return int(args.func(args) or 0)

@@ -15,7 +15,7 @@ def test_pip_install_gives_a_working_ov3d_command(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
                     str(target), str(REPO)], check=True, cwd=tmp_path, capture_output=True, timeout=300)
-    assert (target / "ov3d_core" / "analysis.py").is_file() and (target / "ov3d_app" / "cache.py").is_file()
+    assert (target / "ov3d_core" / "analysis" / "recipe.py").is_file() and (target / "ov3d_app" / "cache.py").is_file()
     script = target / "bin" / "ov3d"
     assert script.is_file()
     elsewhere = tmp_path / "elsewhere"

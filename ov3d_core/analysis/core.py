@@ -18,6 +18,7 @@ from ov3d_core.analysis.stats import Stats
 from ov3d_core.analysis.tables import Tables
 from ov3d_core.analysis.view import RunFailure, View, view_error
 from ov3d_core.benchmark import Benchmark
+from ov3d_core.compile_notice import announce_compiles
 from ov3d_core.errors import InputError
 from ov3d_core.io.config import config_from_files
 from ov3d_core.memo import Memo
@@ -33,6 +34,7 @@ class Analysis(Recipe, Tables, Diagnostics, Prompts, Stats):
                  encoder_options: Mapping[str, Any] | None = None):
         """``embedding_dir``: crop-embedding cache (default ``<cache_dir>/embeddings``); ``encoder_options``:
         keywords for ``make_encoder`` (device, batch_size) used the first time an encoder spec is needed."""
+        announce_compiles()  # the first computation on an install compiles the kernels: said on stderr
         self.benchmark = benchmark
         self._memo = Memo(memo_items)
         self._scores = ScoreCache(Path(benchmark.config.cache_dir) / "scores")

@@ -23,7 +23,7 @@ from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import PROTOCOLS
 from ov3d_core.remap.cache import EmbeddingStore
 from ov3d_core.remap.engines import ENGINES
-from ov3d_core.remap.pipeline import crop_source
+from ov3d_core.remap.sources import crop_source
 from ov3d_core.remap.remap import SCORE_MODES
 from ov3d_core.remap.templates import load_templates, resolve_templates
 

@@ -41,7 +41,7 @@ from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.digest import content_key
 from ov3d_core.memo import Memo
 from ov3d_core.eval.results import APResult, Matches
-from ov3d_core.io.columnar import trim_heap
+from ov3d_core.heap import trim_heap
 
 __all__ = ["APParams", "APInputs", "FixedMatching", "fixed_matching", "evaluate_ap", "evaluate_ap_pooled",
            "evaluate_view", "evaluate_inputs", "map3d", "matches_at", "single_threshold", "OMNI3D_3D_SUMMARY",

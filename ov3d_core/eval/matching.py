@@ -249,7 +249,7 @@ def pairs_by_pred(pair_gt, pair_pred, select, n_gt, n_pred):
 def _read_only(*arrays: np.ndarray):
     """Read-only views (no copy) of the arrays (one array: the view itself). Memory-mapped tables are read-only and
     computed ones writable, and numba compiles one machine-code variant per combination; this way there is one, the
-    one ``python -m ov3d_core.geometry.jit`` compiles ahead."""
+    one ``python -m ov3d_core.analysis.warmup`` compiles ahead."""
     out = []
     for a in arrays:
         if a.flags.writeable:

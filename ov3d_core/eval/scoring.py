@@ -17,7 +17,7 @@ from ov3d_core.eval.grouping import best_gt_overlap
 from ov3d_core.eval.labels import LabelView, gt_codes
 from ov3d_core.eval.recall import recall_for_view
 from ov3d_core.eval.results import APResult, RecallResult
-from ov3d_core.io.columnar import trim_heap
+from ov3d_core.heap import trim_heap
 
 __all__ = ["PROTOCOLS", "apply_protocol", "threshold_view", "RunScore", "score_view", "score_pooled"]
 

@@ -599,8 +599,3 @@ def candidate_pairs(image_a, image_b, corners_a, corners_b, box2d_a=None, box2d_
         _pairs_kernel(start, stop, order_b, ca, ra, cb, rb, use2d, ba, bb, counts, offsets, ia, ib, True)
     return ia, ib
 
-
-# A first run without numba's cache compiles these kernels (seconds): say so on stderr rather than look hung.
-from ov3d_core.geometry.jit import announce_compiles  # noqa: E402
-
-announce_compiles()

@@ -14,7 +14,6 @@ then the first whose value breaks the rules (``ov3d_core.io._validate``), each n
 from __future__ import annotations
 
 import codecs
-import ctypes
 import mmap
 import os
 import re
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ov3d_core.errors import InputError
+from ov3d_core.heap import large_blocks_to_os
 from ov3d_core.io import jsonscan as K
 from ov3d_core.io import progress
 from ov3d_core.io._validate import (
@@ -337,37 +337,6 @@ class _Spec:
         self.width = width
 
 
-def _large_blocks_to_os() -> None:
-    """Fix glibc's mmap threshold at 32 MiB: allocations above it get their own mmap and go back to the system when
-    freed. Left alone, glibc raises the threshold after every large free, and the scan's freed blocks stayed in the
-    heap (+50% peak RSS at 2M predictions, bench/bench_load.py). A lower threshold costs time instead: at 2M predictions
-    128 KiB gave 30.2 s / 1,710 MiB, 4 MiB 26.8 s / 1,793 MiB, 32 MiB 24.1 s / 1,878 MiB (cold ``evaluate``, one run
-    each; every fresh map is a zeroed page per 4 KiB). Done once per process; a no-op off glibc."""
-    global _MALLOC_SET
-    if _MALLOC_SET:
-        return
-    _MALLOC_SET = True
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None).mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-        except (OSError, AttributeError):
-            pass
-
-
-_MALLOC_SET = False
-
-
-def trim_heap() -> None:
-    """Hand the heap's free memory back to the system (glibc ``malloc_trim``) once a load has dropped its
-    temporaries: below the 32 MiB threshold freed blocks otherwise stay in the process (at 200k GT, 137 of the
-    319 MiB a GT load added). A no-op off glibc."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None).malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
-
-
 class _Scanner:
     """Runs the kernel over one record array, block by block, and gathers its output per field.
 
@@ -376,7 +345,7 @@ class _Scanner:
     rows never written stay untouched pages of an ``np.empty`` allocation."""
 
     def __init__(self, file: str, fields: Sequence[Field], cap: int | None = None, span: int = 0):
-        _large_blocks_to_os()
+        large_blocks_to_os()
         self.file = file
         self.spec = sp = _Spec(fields)
         self.cap = cap = _BLOCK_RECORDS if cap is None else cap
@@ -901,14 +870,17 @@ def _document_failure(file, code, state, buf, sections):
     return _sections_to_columns(file, doc, sections)
 
 
+#: Fields of every kind and shape the loaders declare (the kernels compile once for all of them).
+_WARM_FIELDS = (Field("image_id", "int"), Field("name", "str"), Field("flag", "bool"), Field("score"),
+                Field("box", "float", (4,)), Field("corners", "float", (8, 3)))
+
+
 def warm() -> None:
     """Compile (first use on an install: ~10-25 s of CPU) or load from numba's cache every kernel entry point, on a
     tiny document. Call it at install time or early in a process (a thread will do: the kernels release the GIL)."""
-    from ov3d_core.io.predictions import PREDICTION_FIELDS
-
     buf = np.frombuffer(b'{"a": [{"image_id": 1, "score": 0.5, "x": [1, {"b": "c"}]}]}', np.uint8).copy()
     state = np.zeros(8, np.int64)
     K.object_member(buf, 1, len(buf), state)
     K.object_next(buf, len(buf) - 1, len(buf), state)
     K.skip_at(buf, 0, len(buf), 1, np.zeros(K.MAX_DEPTH + 2, np.uint8), state, K.LITERALS)
-    _scan_memory("<warm>", buf, 6, len(buf) - 1, PREDICTION_FIELDS)
+    _scan_memory("<warm>", buf, 6, len(buf) - 1, _WARM_FIELDS)

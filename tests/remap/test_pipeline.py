@@ -12,7 +12,8 @@ from ov3d_core.geometry.boxes import corners_from_pose
 from ov3d_core.model import BoxSet, Dataset, Run
 from ov3d_core.remap.cache import EmbeddingStore, TextEmbeddingCache
 from ov3d_core.remap.crops import FLAG_BEHIND
-from ov3d_core.remap.pipeline import LiveRemapper, crop_source, embed_run, remapped_run
+from ov3d_core.remap.pipeline import LiveRemapper, embed_run, remapped_run
+from ov3d_core.remap.sources import crop_source
 from ov3d_core.remap.remap import remap, similarities, to_label_view
 from tests.remap.conftest import FakeEncoder
 

@@ -23,7 +23,8 @@ from ov3d_core.errors import InputError
 from ov3d_core.remap.cache import EmbeddingStore
 from ov3d_core.remap.engines import embed
 from ov3d_core.remap.engines.ray_data import ShardEncoder, check_address, cut_shard, plan_workers, work_items
-from ov3d_core.remap.pipeline import LiveRemapper, crop_source
+from ov3d_core.remap.pipeline import LiveRemapper
+from ov3d_core.remap.sources import crop_source
 from ov3d_core.analysis.sweep import SweepJob, grid, sweep
 from tests.remap.conftest import FakeEncoder
 

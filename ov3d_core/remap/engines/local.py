@@ -6,7 +6,7 @@ import time
 
 from ov3d_core.remap.cache import encode_pending
 from ov3d_core.remap.engines import EmbedReport
-from ov3d_core.remap.pipeline import crop_source
+from ov3d_core.remap.sources import crop_source
 
 
 def embed_local(store, dataset, run, encoder, *, crops_json=None, pad: float = 0.0, min_size: float = 8,

@@ -32,7 +32,7 @@ import numpy as np
 from ov3d_core.errors import InputError
 from ov3d_core.remap.cache import chunk_block, encode_rows, text_dim
 from ov3d_core.remap.engines import EmbedReport, ShardFailure
-from ov3d_core.remap.pipeline import crop_source
+from ov3d_core.remap.sources import crop_source
 
 #: Logical CPUs one crop task asks for (cropping is light next to encoding; this leaves the cores to the actors).
 CROP_CPUS = 0.25
@@ -237,7 +237,7 @@ def _describe(encoder):
 
         return describe_encoder(encoder)
     from ov3d_core.remap.encoders import EncoderInfo
-    from ov3d_core.remap.pipeline import uses_captions
+    from ov3d_core.remap.sources import uses_captions
 
     enc = encoder()
     return EncoderInfo(enc.cache_key, getattr(enc, "name", ""), uses_captions(enc))
