@@ -11,7 +11,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +83,7 @@ class Benchmark:
         self.runs_released = 0  # runs let go for the memory budget (for tests and benchmarks)
         self._pairs: dict[tuple[str, str], object] = {}
         self._crops: dict[tuple[str, str], object] = {}
+        self._image_subsets: dict[tuple[str, str], np.ndarray] = {}
         self._pair_cache = None
         self._warnings: dict[tuple[str, str | None], list[LoadWarning]] = {}  # (dataset, run) -> its load's
 
@@ -142,7 +143,8 @@ class Benchmark:
         for spec in self.config.datasets.values():
             files += [Path(f) for f in spec.gt if Path(f).is_file()]
         for spec in self.config.runs.values():
-            files += [Path(f) for f in (spec.predictions, spec.crops) if f is not None and Path(f).is_file()]
+            files += [Path(f) for f in (spec.predictions, *spec.per_template.values(), spec.crops)
+                      if f is not None and Path(f).is_file()]
         return list(dict.fromkeys(files))
 
     def fingerprint(self) -> dict[str, str]:
@@ -189,16 +191,51 @@ class Benchmark:
                               name=None if spec.name_from_file else spec.name, environment=spec.environment,
                               proximity=spec.proximity, root=str(spec.images) if spec.images else None)
 
-    def run(self, run: str, dataset: str) -> Run:
+    def run_templates(self, run: str, dataset: str | None = None) -> tuple[str, ...]:
+        """The template ids of a prompt-conditioned run's ``per_template`` files, in YAML order (on ``dataset``;
+        None: over every dataset the run is on, first seen first); ``()`` for a run with one file."""
+        specs = [s for s in self.config.runs.values() if s.name == run and (dataset is None or s.dataset == dataset)]
+        if not specs:
+            self.run_spec(run, dataset if dataset is not None else "<any>")  # the error naming what there is
+        return tuple(dict.fromkeys(t for s in specs for t in s.per_template))
+
+    def default_template(self, run: str, dataset: str) -> str | None:
+        """The template whose file is the run's default (``run(run, dataset)``), or None for a run with one file
+        (or whose ``predictions`` is a file of its own)."""
+        spec = self.run_spec(run, dataset)
+        if spec.default_template is not None and spec.per_template.get(spec.default_template) == spec.predictions:
+            return spec.default_template
+        return None
+
+    def template_spec(self, run: str, dataset: str, template: str | None = None) -> RunSpec:
+        """The run's spec with ``predictions`` set to ``template``'s file (None: the run's own spec). A template the
+        run has no file for is an ``InputError`` listing the ones it has; a file that does not exist names the config
+        and the field (``runs[2].per_template.S9``)."""
+        spec = self.run_spec(run, dataset)
+        if template is None:
+            return spec
+        if template not in spec.per_template:
+            raise InputError(str(self.config.path or "<config>"), spec.record or f"run {run}", "per_template",
+                             f"a template of run {run!r} on {dataset!r}: one of {list(spec.per_template) or 'none'}",
+                             f"{template!r}")
+        f = Path(spec.per_template[template])
+        if not (f.exists() if spec.format == "kitti" else f.is_file()):
+            raise InputError(str(self.config.path or "<config>"), spec.record or f"run {run}",
+                             f"per_template.{template}", "an existing prediction file", "no such file")
+        return replace(spec, predictions=f)
+
+    def run(self, run: str, dataset: str, template: str | None = None) -> Run:
+        """The run's predictions: its ``predictions`` file, or with ``template`` that template's ``per_template``
+        file (same format and loader; cached per (run, dataset, template))."""
         with self._lock:
-            key = (run, dataset)
+            key = (run, dataset) if template is None else (run, dataset, template)
             if key not in self._runs:
-                spec = self.run_spec(run, dataset)
+                spec = self.template_spec(run, dataset, template)
                 ds = self.dataset(dataset)
                 caught: list[LoadWarning] = []
                 with _recording(caught, dataset, run):
                     self._runs[key] = self._load_run(spec, ds)
-                self._warnings[(dataset, run)] = caught
+                self._warnings[(dataset, run) if template is None else (dataset, run, template)] = caught
                 if spec.format != "kitti" and self._load_cache_root([spec.predictions]) is not None:
                     self._reloadable.add(key)
                 self._release_beyond_budget(keep=key)
@@ -211,12 +248,14 @@ class Benchmark:
         dataset) and of its ``runs`` (None: every run; GT warnings are always included). A run let go for the memory
         budget keeps its warnings (its reload raises the same ones)."""
         items = self._warnings.copy()  # no lock: a page never waits for a load in another thread
-        order = [(d, None) for d in self.dataset_names] + [(s.dataset, s.name) for s in self.config.runs.values()]
+        order = [(d, None) for d in self.dataset_names] + [
+            k for s in self.config.runs.values()
+            for k in [(s.dataset, s.name), *((s.dataset, s.name, t) for t in s.per_template)]]
         keep = None if runs is None else set(runs)
         return [w for k in order if k in items and (dataset is None or k[0] == dataset)
                 and (k[1] is None or keep is None or k[1] in keep) for w in items[k]]
 
-    def _release_beyond_budget(self, keep: tuple[str, str]) -> None:
+    def _release_beyond_budget(self, keep: tuple) -> None:
         """Let go of the least recently used reloadable runs (and their in-memory pairs) while the loaded runs exceed
         the budget; ``keep`` (the run just asked for) always stays."""
         budget = run_memory_budget()
@@ -258,23 +297,24 @@ class Benchmark:
                 self._pair_cache = PairCache(self.config.cache_dir / "pairs")
             return self._pair_cache
 
-    def pairs(self, run: str, dataset: str, progress=None):
-        """Sparse GT x prediction geometry of a run, computed once and cached on disk."""
+    def pairs(self, run: str, dataset: str, progress=None, template: str | None = None):
+        """Sparse GT x prediction geometry of a run (with ``template``: of that template's file), computed once and
+        cached on disk."""
         with self._lock:
-            key = (run, dataset)
+            key = (run, dataset) if template is None else (run, dataset, template)
             if key not in self._pairs:
-                ds, r = self.dataset(dataset), self.run(run, dataset)
+                ds, r = self.dataset(dataset), self.run(run, dataset, template)
                 self._pairs[key] = self.pair_cache.get_or_compute(ds.gt, r.pred, progress=progress)
                 trim_heap()  # the step freed many temporaries: give them back before the next allocates
             return self._pairs[key]
 
-    def warm(self, run: str, dataset: str) -> None:
+    def warm(self, run: str, dataset: str, template: str | None = None) -> None:
         """``pairs(run, dataset)`` ahead of need, without counting as a use: the runs' order of recent use is kept,
         and a run this call loads goes to the least recently used end. A background warm-up of many large runs then
         lets go of its own loads first when the memory budget is reached, not of the runs the pages are using."""
         with self._lock:
             order = list(self._runs)
-            self.pairs(run, dataset)
+            self.pairs(run, dataset, template=template)
             for k in order:
                 if k in self._runs:
                     self._runs.move_to_end(k)
@@ -320,3 +360,28 @@ class Benchmark:
         return p if p.exists() else None
 
 
+
+    # ---------------------------------------------------------------- image subsets
+    def image_subsets(self, dataset: str) -> tuple[str, ...]:
+        """Names of the dataset's ``image_subsets``, in YAML order."""
+        return tuple(self.dataset_spec(dataset).image_subsets)
+
+    def image_subset(self, dataset: str, name: str) -> np.ndarray:
+        """The sorted image ids (int64) of the dataset's image subset ``name`` (``ov3d_core.io.image_subsets``);
+        computed once. An unknown name is an ``InputError`` listing the known ones."""
+        from ov3d_core.io.image_subsets import resolve_image_subset
+
+        spec = self.dataset_spec(dataset)
+        if name not in spec.image_subsets:
+            raise InputError(str(self.config.path or "<config>"), spec.record or f"dataset {dataset}",
+                             "image_subsets", f"the name of an image subset of {dataset!r}: one of "
+                             f"{list(spec.image_subsets) or 'none'}", f"{name!r}")
+        with self._lock:
+            key = (dataset, name)
+            if key not in self._image_subsets:
+                ids = self.dataset(dataset).images["image_id"].to_numpy()
+                out = resolve_image_subset(spec.image_subsets[name], ids, config=str(self.config.path or "<config>"),
+                                           record=spec.record or f"dataset {dataset}", field=f"image_subsets.{name}")
+                out.setflags(write=False)
+                self._image_subsets[key] = out
+            return self._image_subsets[key]

@@ -61,6 +61,25 @@ class DatasetSpec:
     calib: Path | None = None  # KITTI: calib folder (gt is then the label_2 folder)
     format: str = "omni3d"     # omni3d | kitti
     name_from_file: bool = False  # CLI: report the GT file's info.name (or stem) rather than `name`
+    #: Named image subsets: name -> ``Path`` of an id-list file (.txt / .json) or an ``ImageRule``; read by
+    #: ``Benchmark.image_subset``. Left out of the repr (the load cache keys on it) so existing keys stay as they were.
+    image_subsets: dict = field(default_factory=dict, repr=False)
+    record: str | None = field(default=None, repr=False, compare=False)  # "datasets[i]" in the config, for errors
+
+
+@dataclass(frozen=True)
+class ImageRule:
+    """A seeded image subset: ``n`` images drawn without replacement from the dataset's sorted image ids, by
+    ``ov3d_core.demo.rng.Stream([seed, IMAGE_RULE_STREAM]).permutation`` (documented transforms of PCG64's raw
+    words, so every machine and NumPy release draws the same ids); the first ``n`` of the permuted ids, sorted."""
+
+    rule: str = "random"
+    n: int = 1
+    seed: int = 0
+
+
+#: The second entropy word of an ``ImageRule``'s stream (the first is its seed).
+IMAGE_RULE_STREAM = 0x1A6E5
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,11 @@ class RunSpec:
     crops: Path | None = None
     description: str = ""
     runtime: DeclaredRuntime | None = None
+    #: Prompt-conditioned detectors: template id -> its prediction file (same format as ``predictions``), in YAML
+    #: order; ``predictions`` is then the run's default file. Out of the repr (a load-cache key) and of equality.
+    per_template: dict = field(default_factory=dict, repr=False, compare=False)
+    default_template: str | None = field(default=None, repr=False, compare=False)
+    record: str | None = field(default=None, repr=False, compare=False)  # "runs[i]" in the config, for errors
 
     @property
     def key(self) -> tuple[str, str]:
@@ -157,6 +181,74 @@ DatasetNames = Annotated[list[DatasetName], Expect("a list of dataset names")]
 GtPaths = Annotated[list[PathText], annotated_types.MinLen(1), BeforeValidator(_one_or_many),
                     Expect("a path or a non-empty list of paths")]
 Subsets = Annotated[dict[Name, CategoryNames], Expect("a mapping of subset name -> list of category names")]
+
+
+def known_template_ids() -> tuple[str, ...]:
+    """Template ids a ``per_template`` entry may name: the built-in ids (U1..U5, S1..S5, O1..O5) and Pro-Bench's
+    (``PB-<type>``, ``PB-<type>-wrapped``), from ``ov3d_core.remap.templates``."""
+    from ov3d_core.remap.templates import BUILTIN_TEMPLATES, PROBENCH_TEMPLATES, PROBENCH_WRAPPED
+
+    return tuple(t.id for t in (*BUILTIN_TEMPLATES, *PROBENCH_TEMPLATES, *PROBENCH_WRAPPED))
+
+
+def _check_template_id(v: str) -> str:
+    known = known_template_ids()
+    if v not in known:
+        hint = _did_you_mean(v, known)
+        raise PydanticCustomError("ov3d", "template", {
+            "expected": f"a template id of ov3d_core.remap.templates{hint} (built-in U1-U5, S1-S5, O1-O5 or "
+                        "Pro-Bench PB-<type>, PB-<type>-wrapped)", "got": "an unknown template id"})
+    return v
+
+
+TemplateId = Annotated[str, annotated_types.MinLen(1), AfterValidator(_check_template_id),
+                       Expect("a template id (e.g. S1, PB-attributive)")]
+PerTemplate = Annotated[dict[TemplateId, Annotated[str, annotated_types.MinLen(1),
+                                                    Expect("a path (a non-empty string)")]],
+                        annotated_types.MinLen(1), Expect("a non-empty mapping of template id -> prediction file")]
+
+
+class ImageRuleModel(BaseModel):
+    """A seeded image subset rule (``{rule: random, n: 500, seed: 0}``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    expect: ClassVar[str] = "a rule (a mapping with `rule: random`, `n` and optionally `seed`)"
+
+    rule: Literal["random"] = Field(description="`random`: n images drawn without replacement.")
+    n: Annotated[int, annotated_types.Ge(1), Expect("a positive integer")] = Field(description="How many images.")
+    seed: Annotated[int, annotated_types.Ge(0), Expect("a whole number >= 0")] = Field(0, description="The seed.")
+
+
+def _image_subset_value(v):
+    """An ``image_subsets`` value: a non-empty string (an id-list file) or a rule mapping (``ImageRuleModel``)."""
+    if isinstance(v, str) and v:
+        return v
+    if isinstance(v, dict):
+        try:
+            return ImageRuleModel.model_validate(v)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            key = ".".join(str(p) for p in err["loc"] if p != "[key]") or "rule"
+            if err["type"] == "extra_forbidden":
+                expected = "a rule with only `rule`, `n` and `seed`"
+                got = "an unknown key"
+            elif err["type"] == "missing":
+                expected, got = f"a rule with `{key}`", "nothing"
+            else:
+                t = typing.get_type_hints(ImageRuleModel, include_extras=True).get(key)
+                expected = f"a rule whose `{key}` is " + ("random" if key == "rule" else describe(t) if t is not None
+                                                           else "a valid value")
+                got = str(kind_of(err.get("input"))) if not isinstance(err.get("input"), str) else "another string"
+            raise PydanticCustomError("ov3d", "image_rule", {"expected": expected, "got": got}) from None
+    raise PydanticCustomError("ov3d", "image_subset", {
+        "expected": "an id-list file (.txt one id a line, or .json list) or a rule {rule: random, n: N, seed: S}",
+        "got": str(kind_of(v))})
+
+
+ImageSubsetValue = Annotated[Any, AfterValidator(_image_subset_value), Expect(
+    "an id-list file (.txt one id a line, or .json list) or a rule {rule: random, n: N, seed: S}")]
+ImageSubsets = Annotated[dict[Name, ImageSubsetValue], Expect(
+    "a mapping of subset name -> id-list file or {rule: random, n, seed}")]
 def _check_plain(v):
     if v is not None and not isinstance(v, (str, int, float, bool)):
         raise PydanticCustomError("ov3d", "plain", {"expected": "a plain value (a string, number or boolean)",
@@ -196,6 +288,10 @@ class DatasetModel(_Strict):
                                                       "(e.g. base / novel).")
     calib: PathText | None = Field(None, description="KITTI only: the `calib` folder (P2 of each image).")
     format: Literal["omni3d", "kitti"] = Field("omni3d", description="GT format.")
+    image_subsets: ImageSubsets | None = Field(
+        None, description="Named image subsets: an id-list file (.txt one image id a line, or a .json list) or a "
+                          "seeded rule `{rule: random, n: 500, seed: 0}` (n of the sorted image ids, drawn by "
+                          "ov3d_core.demo.rng.Stream([seed, 0x1A6E5]).permutation).")
 
 
 Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False),
@@ -226,12 +322,13 @@ class RuntimeModel(_Strict):
 class RunModel(_Strict):
     """One prediction file of one method on one dataset."""
 
-    expect: ClassVar[str] = "a run (a mapping with at least `name`, `dataset` and `predictions`)"
+    expect: ClassVar[str] = "a run (a mapping with at least `name`, `dataset` and `predictions` or `per_template`)"
 
     name: Name = Field(description="Method name; the same name on several datasets is one method.")
     dataset: DatasetName = Field(description="The `name` of the dataset these predictions are for.")
-    predictions: PathText = Field(description="Prediction file (.json, .pth) or, for `format: kitti`, the folder "
-                                              "of result .txt files.")
+    predictions: PathText | None = Field(
+        None, description="Prediction file (.json, .pth) or, for `format: kitti`, the folder of result .txt files; "
+                          "required unless `per_template` is given (then default: the `default_template`'s file).")
     format: Literal["auto", "cubercnn-json", "cubercnn-pth", "detany3d-json", "kitti"] = Field(
         "auto", description="`auto`: .pth is cubercnn-pth, .json is cubercnn-json.")
     category_list: CategoryNames | None = Field(
@@ -245,6 +342,12 @@ class RunModel(_Strict):
     description: str = Field("", description="One line shown beside the run.")
     runtime: RuntimeModel | None = Field(None, description="The run's own ms per image by stage (`semantic_ms`, "
                                          "`geometry_ms`, `total_ms`, `device`, `images`, `source`): Table 10.")
+    per_template: PerTemplate | None = Field(
+        None, description="Prompt-conditioned detectors: template id (S1, PB-attributive, ...) -> prediction file "
+                          "of that prompt (same format as `predictions`).")
+    default_template: TemplateId | None = Field(
+        None, description="The `per_template` id whose file is the run's default when `predictions` is not given "
+                          "(default: the first listed).")
 
 
 class ConfigModel(_Strict):
@@ -405,6 +508,8 @@ def _validation_error(file: str, exc: ValidationError) -> InputError:
         owner_record, owner = _split_loc(loc[:-1])
         return InputError(file, owner_record, owner, "a mapping whose keys are names (strings)",
                           Kind(f"a key that is {kind_of(value)}{more}"))
+    if typ == "ov3d":  # our own checks (a template id key included: it names the key, e.g. per_template.S9)
+        return InputError(file, record, path, err["ctx"]["expected"], Kind(err["ctx"]["got"] + more))
     t, is_key = _type_at(loc)
     expected = describe(t) if t is not None else "a valid value"
     if is_key:  # name the mapping, not the key (which may not be printable as a path)
@@ -466,22 +571,35 @@ def parse_config(doc: Any, *, file: str, base: Path, path: Path | None = None,
             name=d.name, gt=tuple(rel(g) for g in d.gt), images=rel(d.images) if d.images else None,
             environment=d.environment, categories=names(d.categories), proximity=d.proximity, depth=d.depth,
             points=d.points, subsets={k: tuple(v) for k, v in (d.subsets or {}).items()},
-            calib=rel(d.calib) if d.calib else None, format=d.format)
-        for d in model.datasets}
+            calib=rel(d.calib) if d.calib else None, format=d.format,
+            image_subsets={k: (rel(v) if isinstance(v, str) else ImageRule(v.rule, v.n, v.seed))
+                           for k, v in (d.image_subsets or {}).items()},
+            record=f"datasets[{i}]")
+        for i, d in enumerate(model.datasets)}
     runs = {
         (r.name, r.dataset): RunSpec(
-            name=r.name, dataset=r.dataset, predictions=rel(r.predictions), format=r.format,
+            name=r.name, dataset=r.dataset, predictions=rel(_default_predictions(r)), format=r.format,
             category_list=names(r.category_list), trained_on=tuple(r.trained_on or ()),
             closed_vocabulary=names(r.closed_vocabulary), crops=rel(r.crops) if r.crops else None,
             description=r.description,
-            runtime=DeclaredRuntime(**r.runtime.model_dump()) if r.runtime is not None else None)
-        for r in model.runs or ()}
+            runtime=DeclaredRuntime(**r.runtime.model_dump()) if r.runtime is not None else None,
+            per_template={t: rel(f) for t, f in (r.per_template or {}).items()},
+            default_template=(r.default_template or next(iter(r.per_template))) if r.per_template else None,
+            record=f"runs[{i}]")
+        for i, r in enumerate(model.runs or ())}
     name = model.name or (path.stem if path is not None else "benchmark")
     config = BenchmarkConfig(name=name, path=path, datasets=datasets, runs=runs, cache_dir=rel(model.cache_dir),
                              ontology=_ontology(model.ontology, rel, file, allowed_roots))
     if allowed_roots is not None:
         check_config_roots(config, allowed_roots, file=file)
     return config
+
+
+def _default_predictions(r: RunModel) -> str:
+    """A run's default file: ``predictions``, else its ``default_template``'s (else the first listed) file."""
+    if r.predictions is not None:
+        return r.predictions
+    return r.per_template[r.default_template or next(iter(r.per_template))]
 
 
 def _ontology(value: str | None, rel, file: str, allowed_roots):
@@ -527,6 +645,12 @@ def _check_cross_references(file: str, model: ConfigModel) -> None:
             raise InputError(file, f"runs[{i}]", "name", "a run name used once per dataset",
                              Kind(f"the name and dataset of runs[{seen[(r.name, r.dataset)]}] again"))
         seen[(r.name, r.dataset)] = i
+        if r.predictions is None and r.per_template is None:
+            raise InputError(file, f"runs[{i}]", "predictions", "a path (required), or a `per_template` mapping",
+                             Kind("nothing"))
+        if r.default_template is not None and r.default_template not in (r.per_template or {}):
+            raise InputError(file, f"runs[{i}]", "default_template", "one of the run's `per_template` ids",
+                             Kind("an id not among them"))
 
 
 def config_paths(config: BenchmarkConfig) -> list[tuple[str, str, Path]]:
@@ -542,9 +666,11 @@ def config_paths(config: BenchmarkConfig) -> list[tuple[str, str, Path]]:
             if pattern:
                 q = Path(pattern.format(image_id=0)).expanduser()
                 out.append((rec, k, q if q.is_absolute() else base / q))
+        out += [(rec, f"image_subsets.{k}", p) for k, p in d.image_subsets.items() if isinstance(p, Path)]
     for i, r in enumerate(config.runs.values()):
         rec = f"runs[{i}]"
         out.append((rec, "predictions", r.predictions))
+        out += [(rec, f"per_template.{t}", p) for t, p in r.per_template.items()]
         if r.crops is not None:
             out.append((rec, "crops", r.crops))
     out.append((None, "cache_dir", config.cache_dir))
@@ -614,5 +740,6 @@ def key_table_markdown() -> str:
 
 
 __all__ = ["BenchmarkConfig", "ConfigModel", "DatasetModel", "DatasetSpec", "DeclaredRuntime", "ENVIRONMENTS",
+           "IMAGE_RULE_STREAM", "ImageRule", "ImageRuleModel", "known_template_ids",
            "RUN_FORMATS", "RunModel", "RunSpec", "check_config_roots", "config_from_files", "config_paths", "describe", "key_table_markdown",
            "kind_of", "load_config", "parse_config", "schema_rows"]

@@ -37,4 +37,7 @@ def test_the_full_example_uses_every_key_and_loads(tmp_path):
     p = tmp_path / "example.yaml"
     p.write_text(example, encoding="utf-8")
     cfg = load_config(p)
-    assert list(cfg.datasets) == ["SUNRGBD_test", "KITTI_val"] and len(cfg.runs) == 3
+    assert list(cfg.datasets) == ["SUNRGBD_test", "KITTI_val"] and len(cfg.runs) == 4
+    ov = cfg.runs[("ovmono3d", "SUNRGBD_test")]
+    assert list(ov.per_template) == ["S1", "PB-attributive", "PB-negative"] and ov.predictions == ov.per_template["S1"]
+    assert list(cfg.datasets["SUNRGBD_test"].image_subsets) == ["runtime", "prompt_probe"]
