@@ -33,3 +33,20 @@ def test_pip_install_gives_a_working_ov3d_command(tmp_path):
     bad = subprocess.run([sys.executable, str(script), "evaluate", "--gt", "missing.json", "--pred", "p.json"],
                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "missing.json" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _requirements(lines) -> list[str]:
+    return [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
+
+
+def test_every_requirement_is_bounded_above():
+    """A new major release of any dependency cannot arrive unannounced: every requirement (requirements.txt, the
+    package's dependencies and extras) has an upper bound or an exact pin."""
+    import tomllib
+
+    reqs = _requirements((REPO / "requirements.txt").read_text().splitlines())
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    reqs += list(meta["dependencies"]) + [r for extra in meta["optional-dependencies"].values() for r in extra
+                                          if not r.startswith("ov3d-explorer")]
+    unbounded = [r for r in reqs if "<" not in r and "==" not in r]
+    assert len(reqs) > 30 and unbounded == []

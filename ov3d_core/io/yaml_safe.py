@@ -165,10 +165,19 @@ def _where(mark) -> str | None:
     return None if mark is None else f"line {mark.line + 1}, column {mark.column + 1}"
 
 
-def _yaml_error(file: str, exc: yaml.YAMLError, text: str) -> InputError:
+#: PyYAML >= 6.0.4's own nesting guard in its scanner ("while increasing flow level: exceeded maximum nesting
+#: depth"): it can fire before this module's composer bound, and is reported in this module's words.
+_PYYAML_DEPTH = "exceeded maximum nesting depth"
+
+
+def _yaml_error(file: str, exc: yaml.YAMLError, text: str, max_depth: int = MAX_DEPTH) -> InputError:
     """One line: the file, the line and column, PyYAML's problem in its context, scrubbed of file content."""
     if isinstance(exc, _Refused):
         return InputError(file, _where(exc.mark), None, exc.expected, Kind(exc.got))
+    if _PYYAML_DEPTH in str(getattr(exc, "problem", None) or ""):
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        return InputError(file, _where(mark), None, f"at most {max_depth} nested levels of lists and mappings",
+                          Kind("deeper nesting"))
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow (NUL, other controls)
         line = text.count("\n", 0, max(0, int(exc.position))) + 1
         return InputError(file, f"line {line}", None, "valid YAML (printable characters only)",
@@ -203,7 +212,7 @@ def load_yaml_bytes(data: bytes, *, file: str, max_bytes: int = MAX_BYTES, max_d
     try:
         return loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise _yaml_error(file, exc, text) from None
+        raise _yaml_error(file, exc, text, max_depth) from None
     except RecursionError:  # a bound above Python's recursion limit was asked for
         raise InputError(file, None, None, "a YAML document nested less deeply", Kind("deeper nesting")) from None
     finally:

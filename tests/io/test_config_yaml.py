@@ -83,6 +83,17 @@ def test_deep_nesting_is_refused_not_a_recursion_error(tmp_path, shape):
     assert load_yaml_bytes(("[" * 64 + "]" * 64).encode(), file="ok.yaml") is not None
 
 
+@pytest.mark.parametrize("depth", [100, 5_000])
+def test_both_nesting_guards_read_the_same(depth):
+    """Deep flow nesting meets this module's composer bound (64 levels) or, beyond libyaml's own limit (1,000 levels,
+    PyYAML >= 6.0.4, the version requirements.txt installs), libyaml's guard in the C parser first: the refusal
+    reads the same either way, with the line and column of the level that went too deep."""
+    err = one_line_error(lambda: load_yaml_bytes(("datasets: " + "[" * depth + "]" * depth).encode(),
+                                                 file="deep.yaml"))
+    assert err.expected == "at most 64 nested levels of lists and mappings" and str(err.got) == "deeper nesting"
+    assert str(err).startswith("deep.yaml: line 1, column ")
+
+
 def test_oversized_files_are_refused_before_parsing(tmp_path):
     p = tmp_path / "big.yaml"
     p.write_text("datasets: []\n" + "# padding\n" * 120_000)
