@@ -37,7 +37,7 @@ class Diagnostics:
 
         def fine():
             sc = self.score(view)
-            gt = self.benchmark.dataset(view.dataset).gt
+            gt = self.inputs(view).dataset.gt
             return conf.confusion_matrix(sc.pairs, sc.view, sc.gt_label, gt.ignore, gt.image_id,
                                          iou_threshold=float(iou), include_missed=include_missed)
 

@@ -14,14 +14,30 @@ same five arguments.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
+
+import numpy as np
 
 from ov3d_core.analysis.view import View, restrict_classes, score_key, view_error
 from ov3d_core.eval.ap import APInputs, APParams
-from ov3d_core.eval.labels import label_view_from_names
+from ov3d_core.eval.labels import LabelView, label_view_from_names
 from ov3d_core.eval.scoring import apply_protocol, score_view, threshold_view
+from ov3d_core.eval.subsets import subset_dataset, subset_pairs, subset_rows, subset_run
+from ov3d_core.model import Dataset, Run
 
-__all__ = ["Recipe", "ViewContext"]
+__all__ = ["Recipe", "ViewContext", "ViewInputs"]
+
+
+@dataclass(frozen=True, eq=False)
+class ViewInputs:
+    """The dataset and run a view scores: the template's prediction file (``view.template``) and only the images of
+    ``view.subset``. ``gt_rows`` / ``pred_rows``: the kept rows of the full GT and prediction sets (None: all)."""
+
+    dataset: Dataset
+    run: Run
+    gt_rows: np.ndarray | None = None
+    pred_rows: np.ndarray | None = None
 
 
 class ViewContext:
@@ -32,8 +48,8 @@ class ViewContext:
     def __init__(self, analysis, view: View):
         self.view = view
         self._analysis = analysis
-        self.dataset = analysis.benchmark.dataset(view.dataset)
-        self.run = analysis.benchmark.run(view.run, view.dataset)
+        inputs = analysis.inputs(view)
+        self.dataset, self.run = inputs.dataset, inputs.run
 
     @property
     def gt(self):
@@ -49,7 +65,7 @@ class ViewContext:
 
     @cached_property
     def pairs(self):
-        return self._analysis.benchmark.pairs(self.view.run, self.view.dataset)
+        return self._analysis.view_pairs(self.view)
 
     @cached_property
     def labels(self):
@@ -64,6 +80,44 @@ class ViewContext:
 class Recipe:
     """Mixin of :class:`~ov3d_core.analysis.Analysis`: the label view of a view, its score and its context."""
 
+    def inputs(self, view: View) -> ViewInputs:
+        """The dataset and run of a view: with ``view.template`` that template's prediction file, with
+        ``view.subset`` restricted to the subset's images (an InputError names an unknown template or subset)."""
+        run = self._need_run(view)
+
+        def compute():
+            b = self.benchmark
+            ds, r = b.dataset(view.dataset), b.run(run, view.dataset, view.template)
+            if view.subset is None:
+                return ViewInputs(ds, r)
+            ids = b.image_subset(view.dataset, view.subset)
+            return ViewInputs(subset_dataset(ds, ids), subset_run(r, ids), subset_rows(ds.gt.image_id, ids),
+                              subset_rows(r.pred.image_id, ids))
+
+        return self._memoised("inputs", (view.dataset, run, view.template, view.subset), compute)
+
+    def view_dataset(self, view: View) -> Dataset:
+        """The dataset of a view (a view without a run too), restricted to ``view.subset``'s images."""
+        if view.run is not None:
+            return self.inputs(view).dataset
+        ds = self.benchmark.dataset(view.dataset)
+        if view.subset is None:
+            return ds
+        return self._memoised("view_dataset", (view.dataset, view.subset),
+                              lambda: subset_dataset(ds, self.benchmark.image_subset(view.dataset, view.subset)))
+
+    def view_pairs(self, view: View):
+        """The cached pair geometry of a view's inputs (filtered and re-indexed for an image subset)."""
+        inputs = self.inputs(view)
+
+        def compute():
+            full = self.benchmark.pairs(view.run, view.dataset, template=view.template)
+            return full if inputs.gt_rows is None else subset_pairs(full, inputs.gt_rows, inputs.pred_rows)
+
+        if inputs.gt_rows is None:
+            return compute()
+        return self._memoised("view_pairs", (view.dataset, view.run, view.template, view.subset), compute)
+
     def context(self, view: View) -> ViewContext:
         """The :class:`ViewContext` of a view with a run (an InputError when the run is not in the config)."""
         self._need_run(view)
@@ -75,24 +129,30 @@ class Recipe:
         run = self._need_run(view)
 
         def compute():
-            ds, r = self.benchmark.dataset(view.dataset), self.benchmark.run(run, view.dataset)
+            inputs = self.inputs(view)
+            ds, r = inputs.dataset, inputs.run
             if view.remap is None:
                 lv = label_view_from_names(r.pred.category, r.pred.score, ds.vocabulary)
-            else:
+            else:  # remapped over the run's whole file (the crops' rows), then cut to the subset's rows
                 rm = self.remapper(view.dataset, run, view.remap)
                 lv = rm.label_view(view.remap.template, self.theta(view), view.remap.score_mode,
                                    vocabulary=ds.vocabulary)
+                if inputs.pred_rows is not None:
+                    rows = inputs.pred_rows
+                    lv = LabelView(lv.label[rows], lv.score[rows], lv.keep[rows], lv.vocabulary)
             if view.classes is not None:
                 lv = restrict_classes(lv, view.classes, ds.vocabulary, self.config_file)
             return lv
 
-        return self._memoised("base_view", (view.dataset, run, view.remap, view.classes), compute)
+        return self._memoised("base_view", (view.dataset, run, view.remap, view.classes, view.template, view.subset),
+                              compute)
 
     def label_view(self, view: View):
         """The ``LabelView`` every number of ``view`` is computed from (the recipe in the module docstring)."""
         def compute():
-            ds, r = self.benchmark.dataset(view.dataset), self.benchmark.run(view.run, view.dataset)
-            return threshold_view(apply_protocol(self.base_view(view), ds, r, view.protocol), view.min_score)
+            inputs = self.inputs(view)
+            return threshold_view(apply_protocol(self.base_view(view), inputs.dataset, inputs.run, view.protocol),
+                                  view.min_score)
 
         return self._memoised("label_view", score_key(view), compute)
 

@@ -113,7 +113,7 @@ class Stats:
         for run in names:
             v = view if run == view.run else view.with_(run=run, remap=None)
             try:
-                out[run] = (self.benchmark.run(run, view.dataset), self.score(v))
+                out[run] = (self.inputs(v).run, self.score(v))
             except InputError:
                 if runs is not None:
                     raise
@@ -133,7 +133,7 @@ class Stats:
         - "missed-by-all": GT every run misses at ``view.iou`` (``runs``, default all)."""
         if kind not in MINING_KINDS:
             raise view_error("kind", f"one of {MINING_KINDS}", kind)
-        ds = self.benchmark.dataset(view.dataset)
+        ds = self.view_dataset(view)
         key = (score_key(view), view.iou, kind, None if runs is None else tuple(runs))
         if kind in ("disagreement", "missed-by-all"):
             def compute():
@@ -150,7 +150,7 @@ class Stats:
                   "depth-error": mining.depth_errors}[kind]
 
             def compute():
-                return fn(ds, self.benchmark.run(view.run, view.dataset), self.score(view), iou=view.iou)
+                return fn(ds, self.inputs(view).run, self.score(view), iou=view.iou)
 
         return self._memoised("mine", key, compute)
 
@@ -158,7 +158,7 @@ class Stats:
         """One GT object against every run (the paper's Fig. 1): an ``ObjectView`` whose table has, per run, the
         best-overlapping prediction (any class), its IoU, class, score and status at ``view.iou``, and whether the
         evaluator matched the object; ``sentence()`` reads "5 of 5 runs localise this chair, none names it"."""
-        ds = self.benchmark.dataset(view.dataset)
+        ds = self.view_dataset(view)
         if isinstance(gt_row, bool) or not isinstance(gt_row, (int, np.integer)) or not 0 <= int(gt_row) < len(ds.gt):
             raise view_error("gt_row", f"a GT row in [0, {len(ds.gt)})", gt_row)
         key = (score_key(view), view.iou, int(gt_row), None if runs is None else tuple(runs))

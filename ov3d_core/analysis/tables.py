@@ -81,12 +81,13 @@ class Tables:
         run = self._need_run(view)
 
         def compute():
-            ds, r = self.benchmark.dataset(view.dataset), self.benchmark.run(run, view.dataset)
+            inputs = self.inputs(view)
+            ds, r = inputs.dataset, inputs.run
             cats = np.asarray(r.pred.category, dtype=object)
             s = pd.Series(cats[encode_names(cats, ds.vocabulary) < 0], dtype=object).value_counts(sort=True)
             return pd.DataFrame({"category": s.index.astype(str).tolist(), "n_pred": s.to_numpy(np.int64)})
 
-        return self._memoised("out_of_vocabulary", (view.dataset, run), compute)
+        return self._memoised("out_of_vocabulary", (view.dataset, run, view.template, view.subset), compute)
 
     def leaderboard(self, view: View, datasets: Sequence[str] | None = None) -> pd.DataFrame:
         """One row per (dataset, run) of ``datasets`` (default: ``view.dataset``; ``"all"`` / every dataset with
@@ -110,7 +111,7 @@ class Tables:
         def compute():
             sc = self.score(view)
             spec = self.benchmark.run_spec(view.run, view.dataset)
-            ds = self.benchmark.dataset(view.dataset)
+            ds = self.inputs(view).dataset
             s = sc.summary
             return {"dataset": view.dataset, "run": view.run + ("*" if view.remap else ""),
                     "environment": self.environment(view.dataset),
@@ -131,11 +132,14 @@ class Tables:
                                 encode, decode)
 
     def _input_identity(self, view: View) -> dict | None:
-        """The config entries of the view's dataset and run and the (path, content digest) of their input files;
-        None when one is not a regular file (a KITTI folder, a missing file: computing then says what is wrong)."""
+        """The config entries of the view's dataset and run (the template's file for ``view.template``) and the (path,
+        content digest) of their input files; None when one is not a regular file (a KITTI folder, a missing file:
+        computing then says what is wrong) and for an image subset (its ids depend on the loaded GT: computed)."""
+        if view.subset is not None:
+            return None
         self.digest_inputs()
         ds_spec = self.benchmark.dataset_spec(view.dataset)
-        run_spec = self.benchmark.run_spec(view.run, view.dataset)
+        run_spec = self.benchmark.template_spec(view.run, view.dataset, view.template)
         files = [*ds_spec.gt, run_spec.predictions, *([run_spec.crops] if run_spec.crops else [])]
         if ds_spec.calib is not None or not all(Path(f).is_file() for f in files):
             return None
@@ -292,7 +296,7 @@ class Tables:
 
         def compute():
             sc = self.score(v0)
-            pred = self.benchmark.run(view.run, view.dataset).pred
+            pred = self.inputs(view).run.pred
             a_all = sc.ap.range_index("all")
             return curves.pr_points(sc.ap.matches, sc.view.codes, sc.view.score, pred.image_id,
                                     sc.ap.n_gt[:, a_all], t, sc.view.vocabulary)

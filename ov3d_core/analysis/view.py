@@ -98,6 +98,10 @@ class View:
         remap: optional :class:`RemapSpec` (the run's labels are replaced by the remapped ones).
         classes: optional subset of the vocabulary to evaluate (None: the whole dataset vocabulary).
         distance_mode: centre-distance matching of :meth:`Analysis.distance` ("3dmood" or "nuscenes").
+        template: for a prompt-conditioned run (``per_template`` in the benchmark YAML), the template whose prediction
+            file is scored (None: the run's default file).
+        subset: a named image subset of the dataset (``image_subsets`` in the YAML): only its images are scored, GT
+            and predictions alike (None: every image).
     """
 
     dataset: str
@@ -108,6 +112,8 @@ class View:
     remap: RemapSpec | None = None
     classes: tuple[str, ...] | None = None
     distance_mode: str = "3dmood"
+    template: str | None = None
+    subset: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.dataset, str) or not self.dataset:
@@ -129,6 +135,14 @@ class View:
             object.__setattr__(self, "classes", classes)
         if self.distance_mode not in DISTANCE_MODES:
             raise view_error("distance_mode", f"one of {DISTANCE_MODES}", self.distance_mode)
+        if self.template is not None and (not isinstance(self.template, str) or not self.template):
+            raise view_error("template", "a template id of the run's per_template files, or None", self.template)
+        if self.subset is not None and (not isinstance(self.subset, str) or not self.subset):
+            raise view_error("subset", "the name of an image subset of the dataset, or None", self.subset)
+        if self.template is not None and self.remap is not None:
+            # a prompt-conditioned run has a prediction file per template; remapping relabels one file's crops
+            raise view_error("template", "None when remap is given (remapping relabels the run's own file)",
+                             self.template)
 
     def with_(self, **changes) -> "View":
         return replace(self, **changes)
@@ -136,9 +150,10 @@ class View:
     @property
     def label(self) -> str:
         """A short human title: run (with * when remapped) on dataset, protocol, threshold."""
-        run = (self.run or "all runs") + ("*" if self.remap else "")
+        run = (self.run or "all runs") + ("*" if self.remap else "") + (f" [{self.template}]" if self.template else "")
         extra = f", score ≥ {self.min_score:g}" if self.min_score > 0 else ""
-        return f"{run} on {self.dataset} · {self.protocol}{extra}"
+        subset = f" · images: {self.subset}" if self.subset else ""
+        return f"{run} on {self.dataset}{subset} · {self.protocol}{extra}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -194,7 +209,8 @@ def pair_names(a: View, b: View) -> tuple[str, str]:
 
 def score_key(view: View) -> tuple:
     """What a score depends on (the TP/FP IoU and the distance mode do not change AP)."""
-    return (view.dataset, view.run, view.protocol, view.min_score, view.remap, view.classes)
+    return (view.dataset, view.run, view.protocol, view.min_score, view.remap, view.classes, view.template,
+            view.subset)
 
 
 def restrict_classes(lv, classes: tuple[str, ...], vocabulary: Sequence[str], file: str):
