@@ -19,7 +19,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ov3d_app import cache, ui
+from ov3d_app import cache, selection, ui
 from ov3d_app import state as S
 from ov3d_app import tags as T
 from ov3d_core.errors import InputError
@@ -114,7 +114,10 @@ def _sidebar_lab_meeting() -> None:
                   **ui.bind("presentation"))
         if st.button("Pin this view", icon=":material/push_pin:", width="stretch"):
             views = list(ui.get("saved_views") or [])
-            views.append(ui.current_view())
+            view = ui.current_view()  # titled by what its page shows (not the image last opened elsewhere)
+            view["title"] = selection.pinned_title(view["params"], ui.PAGE_TITLE.get(view["page"], view["page"]),
+                                                   view["page"])
+            views.append(view)
             ui.set_state(saved_views=views, view_idx=len(views) - 1)
         views = ui.get("saved_views") or []
         for i, v in enumerate(views):

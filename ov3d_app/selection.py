@@ -463,25 +463,40 @@ def order_images(matching: pd.DataFrame, sort: str) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------ pinned views
-def pinned_title(params: Mapping[str, str], page_title: str) -> str:
+def pinned_title(params: Mapping[str, str], page_title: str, page: str | None = None) -> str:
     """The plain title of a pinned view for the presentation bar: page, dataset, run, protocol and the page's level
     (confusion: fine classes / super-categories), then what else makes the view (image, cell, class, score
     threshold, IoU) when it differs from the defaults. ``params`` are the view's URL query parameters
-    (``ov3d_app.state.state_to_query``): "Confusion · demo_indoor · ovmono_like · target-aware · super-categories"."""
+    (``ov3d_app.state.state_to_query``): "Confusion · demo_indoor · ovmono_like · target-aware · super-categories".
+
+    ``page`` (the page's URL path, as ``ui.current_view`` records it) limits the page-specific parts to the keys that
+    page shows (``state.PAGE_VIEW_KEYS``): the image last opened in the inspector is not part of a Confusion view.
+    Without it every part that differs from its default is named."""
     from ov3d_app import state as S
 
     st = S.query_to_state(params)
+    own = S.PAGE_VIEW_KEYS.get(page) if page is not None else None
+
+    def shows(key: str) -> bool:
+        return own is None or key in own
+
     runs = st.get("runs") or []
     run = st.get("focus_run") or (", ".join(runs) if runs else "all runs")
     bits = [page_title, st.get("dataset") or "first dataset", run, st.get("protocol")]
-    if page_title.lower().startswith("confusion"):
+    if page == "confusion" or (page is None and page_title.lower().startswith("confusion")):
         bits.append("super-categories" if st.get("conf_level") == "super" else "fine classes")
-    if st.get("image_id") is not None:
+    if shows("image_id") and st.get("image_id") is not None:
         bits.append(f"image {st['image_id']}")
-    if st.get("conf_cell") is not None:
+    if shows("gt_row") and st.get("gt_row") is not None:
+        bits.append(f"GT {st['gt_row']}")
+    if shows("conf_cell") and st.get("conf_cell") is not None:
         bits.append(f"{st['conf_cell'][0]} → {st['conf_cell'][1]}")
-    if st.get("category"):
+    if shows("category") and st.get("category"):
         bits.append(str(st["category"]))
+    if own is not None and "template" in own and st.get("template"):
+        bits.append(f"template {st['template']}")
+    if own is not None and "mine_kind" in own and st.get("mine_kind"):
+        bits.append(str(st["mine_kind"]))
     if st.get("min_score"):
         bits.append(f"score ≥ {st['min_score']:g}")
     if st.get("iou") != S.BY_NAME["iou"].default:

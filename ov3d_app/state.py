@@ -106,6 +106,15 @@ KEYS: tuple[Key, ...] = (
 BENCHMARK_KEYS: tuple[str, ...] = ("dataset", "runs", "category", "focus_run", "image_id", "f_classes", "f_run",
                                    "highlight", "conf_classes", "conf_cell", "gt_row")
 
+#: Per page (its URL path, ``ui.PAGES``): the keys of that page's own view that a pinned view's title names, besides
+#: the shared dataset, run, protocol, score threshold and IoU (``selection.pinned_title``). A key of another page (the
+#: image last opened in the inspector, a confusion cell) stays in the view's parameters but not in its title.
+PAGE_VIEW_KEYS: dict[str, tuple[str, ...]] = {
+    "overview": ("category",), "scene": ("image_id",), "grid": (), "curves": (), "confusion": ("conf_level", "conf_cell"),
+    "prompts": ("template",), "oracle": ("image_id",), "mining": ("mine_kind",), "object": ("gt_row",),
+    "errors": (), "splits": (), "data": (),
+}
+
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
 BY_QUERY: dict[str, Key] = {k.query: k for k in KEYS if k.query}
 #: The URL-mirrored keys, in table order.
