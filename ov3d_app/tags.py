@@ -12,13 +12,14 @@ import streamlit as st
 
 from ov3d_app import cache
 from ov3d_app import state as S
-from ov3d_core.tags import SUGGESTED_TAGS, TagStore, join_tags, tags_path, views_bundle
+from ov3d_core.tags import SUGGESTED_TAGS, TagStore, join_tags, legacy_tags_path, tags_path, views_bundle
 
 
 def store(cfg_key: str) -> TagStore:
-    """The tags file of the benchmark (beside its config)."""
+    """The tags file of the benchmark (beside its config; beside the folder of a generated demo, which a rebuild
+    replaces whole: ``ov3d_core.tags.tags_path``)."""
     cfg = cache.benchmark(cfg_key).config
-    return TagStore(tags_path(cfg.path, cfg.cache_dir))
+    return TagStore(tags_path(cfg.path, cfg.cache_dir), legacy=legacy_tags_path(cfg.path))
 
 
 def _save(st_: TagStore, dataset: str, image_id: int, box, tkey: str, nkey: str) -> None:
@@ -36,7 +37,7 @@ def editor(cfg_key: str, dataset: str, image_id: int, box=None, *, label: str = 
     options = list(dict.fromkeys([*item.tags, *s.all_tags(dataset), *SUGGESTED_TAGS]))
     c1, c2 = st.columns([1, 1])
     c1.multiselect(f"Tags of this {label}", options, default=item.tags, key=tkey, accept_new_options=True,
-                   placeholder="add a tag (or type a new one)",
+                   placeholder="add a tag (or type a new one)", select_all=False,  # "Select all": every suggestion
                    on_change=_save, args=(s, dataset, image_id, box, tkey, nkey))
     c2.text_input(f"Note on this {label}", value=item.note, key=nkey, placeholder="a note for later",
                   on_change=_save, args=(s, dataset, image_id, box, tkey, nkey))

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ov3d_core.errors import InputError
 
-__all__ = ["BoxRef", "TagItem", "TagStore", "tags_path", "join_tags", "views_bundle", "SUGGESTED_TAGS",
+__all__ = ["BoxRef", "TagItem", "TagStore", "tags_path", "legacy_tags_path", "generated_folder", "join_tags", "views_bundle", "SUGGESTED_TAGS",
            "TAG_COLUMNS"]
 
 #: Tags offered in the app before any is typed.
@@ -84,12 +84,38 @@ class _File(BaseModel):
     items: list[TagItem] = Field(default_factory=list)
 
 
+def generated_folder(config_path: str | Path) -> bool:
+    """Whether ``config_path`` is the config of a generated demo build (its folder holds the generator's
+    ``manifest.json``): a folder that ``ov3d demo build`` / the app's first start replace whole when they rebuild."""
+    manifest = Path(config_path).parent / "manifest.json"
+    try:
+        return "generator_version" in json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def tags_path(config_path: str | Path | None, cache_dir: str | Path) -> Path:
-    """Where a benchmark's tags live: ``<config stem>.tags.json`` beside its config, else ``<cache_dir>/tags.json``."""
+    """Where a benchmark's tags live: ``<config stem>.tags.json`` beside its config, else ``<cache_dir>/tags.json``.
+
+    A generated demo folder is rebuilt whole (its YAML says so), which would delete tags kept inside it: its tags
+    live beside the folder instead, ``<folder>.<config stem>.tags.json`` (``data/demo.benchmark.tags.json`` for
+    ``data/demo/benchmark.yaml``), and a rebuild keeps them. A file left inside by an earlier version is read until
+    the first write (:attr:`TagStore.legacy`)."""
     if config_path:
         p = Path(config_path)
+        if generated_folder(p):
+            return p.parent.with_name(f"{p.parent.name}.{p.stem}.tags.json")
         return p.with_name(f"{p.stem}.tags.json")
     return Path(cache_dir) / "tags.json"
+
+
+def legacy_tags_path(config_path: str | Path | None) -> Path | None:
+    """Where tags of a generated demo were kept before :func:`tags_path` moved them out of the folder (None for any
+    other config)."""
+    if config_path and generated_folder(config_path):
+        p = Path(config_path)
+        return p.with_name(f"{p.stem}.tags.json")
+    return None
 
 
 def _box(box) -> BoxRef | None:
@@ -104,18 +130,24 @@ def _box(box) -> BoxRef | None:
 class TagStore:
     """Read and write the tags file of one benchmark (see the module docstring)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, legacy: str | Path | None = None):
         self.path = Path(path)
+        #: A file of an earlier location (:func:`legacy_tags_path`), read while ``path`` does not exist yet; the
+        #: first write goes to ``path`` and carries its items over.
+        self.legacy = None if legacy is None else Path(legacy)
 
     # ------------------------------------------------------------------ reading
     def load(self) -> list[TagItem]:
         """Every item of the file ([] when there is none yet)."""
-        if not self.path.exists():
-            return []
+        src = self.path
+        if not src.exists():
+            if self.legacy is None or not self.legacy.exists():
+                return []
+            src = self.legacy
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            raw = json.loads(src.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(str(self.path), None, None, f"a JSON tags file ({type(exc).__name__}: {exc})") from None
+            raise InputError(str(src), None, None, f"a JSON tags file ({type(exc).__name__}: {exc})") from None
         try:
             return _File.model_validate(raw).items
         except ValidationError as exc:
@@ -123,7 +155,7 @@ class TagStore:
             loc = [str(x) for x in err["loc"]]
             record = f"{loc[0]}[{loc[1]}]" if len(loc) > 1 and loc[0] == "items" else None
             field = ".".join(loc[2:] if record else loc) or None
-            raise InputError(str(self.path), record, field, err["msg"].lower(), err.get("input")) from None
+            raise InputError(str(src), record, field, err["msg"].lower(), err.get("input")) from None
 
     def get(self, dataset: str, image_id: int, box=None) -> TagItem:
         """The item of an image or box (an empty one when it has none)."""
