@@ -3,7 +3,7 @@
 Layout of the output folder (``data/demo`` by default)::
 
     benchmark.yaml                      the benchmark config the app and the CLI read (ov3d_core.io.config)
-    manifest.json                       seed, generator version, counts, sha256 of every GT and prediction file
+    manifest.json                       seed, generator version, counts, sha256 of every GT, prediction and subset file
     indoor/gt.json                      Omni3D GT JSON per dataset (outdoor/, outdoor_av/ likewise)
     indoor/images/<image_id>.jpg        rendered RGB (JPEG)
     indoor/depth/<image_id>.png         depth, 16-bit PNG in millimetres (0 = none); indoor only
@@ -11,12 +11,18 @@ Layout of the output folder (``data/demo`` by default)::
     runs/<run>__<dataset>.json          Cube R-CNN flat predictions (omni_instances_results.json format)
     runs/<run>__<dataset>.pth           Cube R-CNN per-image records (instances_predictions.pth format)
     runs/<run>__<dataset>.crops.json    crop descriptors aligned with the prediction records
+    runs/<run>__<dataset>__<template>.json
+                                        a prompt-conditioned run (``promptable``): one Cube R-CNN JSON file per
+                                        prompt template (``per_template`` in benchmark.yaml; no crops)
+    subsets/runtime__<dataset>.txt      the dataset's ``runtime`` image subset (one image id a line)
 
 Everything depends only on (seed, dataset, image index): each image draws from its own
 ``ov3d_core.demo.rng.Stream([seed, dataset stream, image index, purpose])`` (the raw words of NumPy's PCG64 bit
 generator turned into numbers by transforms written out in that module, so no NumPy release changes the output), so
 a build with fewer images is a prefix of a bigger one and the same seed gives the same bytes. JSON is written with
-sorted keys and fixed rounding.
+sorted keys and fixed rounding. A run added later draws from purposes of its own (the next ``10 + k``; a
+prompt-conditioned run's templates from sub-streams ``[..., purpose, crc32(template id)]``), so the files of the
+runs before it keep their bytes.
 """
 
 from __future__ import annotations
@@ -43,8 +49,11 @@ from ov3d_core.demo.scenes import DATASETS, DatasetSpec, make_scene, scene_rng
 from ov3d_core.demo.shapes import build_shape
 from ov3d_core.taxonomy import super_category
 
-#: Bump whenever the output changes (ensure_demo rebuilds on a mismatch).
-GENERATOR_VERSION = "1.0.0"
+#: Bump whenever the output changes (ensure_demo rebuilds on a mismatch). 1.1.0: the prompt-conditioned run
+#: ``promptable`` (one file per template), declared runtimes and the image subsets; every 1.0.0 file is unchanged.
+GENERATOR_VERSION = "1.1.0"
+#: ``info.version`` of the GT files: the version that last changed their content (they are byte-identical since).
+GT_VERSION = "1.0.0"
 DEFAULT_IMAGES = 150
 MAX_IMAGES = 99_999
 JPEG_QUALITY = 82
@@ -75,8 +84,41 @@ def typical_dims(seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def run_file_name(run: D.ErrorProfile, spec: DatasetSpec) -> str:
-    return f"{run.name}__{spec.name}" + (".pth" if run.format == "cubercnn-pth" else ".json")
+#: The demo's image subsets (``image_subsets`` in benchmark.yaml), scaled from OV3D-Bench's: the 500-image prompt
+#: probe as a seeded rule and the 200-image runtime subset as an id-list file, each capped at the dataset's images.
+PROMPT_PROBE_IMAGES = 100  # a proper subset of the default 150 images
+RUNTIME_IMAGES = 50
+#: Second entropy word of the runtime subset's draw (``Stream([seed, RUNTIME_SUBSET_STREAM, dataset stream])``).
+RUNTIME_SUBSET_STREAM = 0x2E7C
+
+
+def run_file_name(run: D.ErrorProfile, spec: DatasetSpec, template: str | None = None) -> str:
+    """``<run>__<dataset>.json`` (``.pth``), or ``<run>__<dataset>__<template>.json`` for one template's file."""
+    return (f"{run.name}__{spec.name}" + (f"__{template}" if template is not None else "")
+            + (".pth" if run.format == "cubercnn-pth" else ".json"))
+
+
+def outputs() -> list[tuple[D.ErrorProfile, str | None]]:
+    """Every prediction file a dataset gets, in writing order: (run, None) for a run with one file, (run, template)
+    per template of a prompt-conditioned run."""
+    return [(run, t) for run in D.RUNS for t in (run.templates or (None,))]
+
+
+def output_key(run: D.ErrorProfile, template: str | None) -> str:
+    """The key of one prediction file in an image's results: the run name, or ``<run>__<template>``."""
+    return run.name if template is None else f"{run.name}__{template}"
+
+
+def runtime_subset(spec: DatasetSpec, images: int, seed: int) -> list[int]:
+    """The sorted image ids of the dataset's ``runtime`` subset: ``min(RUNTIME_IMAGES, images)`` images drawn by
+    ``Stream([seed, RUNTIME_SUBSET_STREAM, dataset stream]).permutation``."""
+    n = min(RUNTIME_IMAGES, int(images))
+    order = Stream([int(seed), RUNTIME_SUBSET_STREAM, spec.stream]).permutation(int(images))
+    return sorted(spec.image_id_base + int(i) for i in order[:n])
+
+
+def runtime_subset_file(spec: DatasetSpec) -> str:
+    return f"subsets/runtime__{spec.name}.txt"
 
 
 def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bool, out: Path | None,
@@ -102,13 +144,26 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
              "src_flagged": False}
     table = D.GTTable(scene, gts)
     K = spec.K
+    single = [run for run in D.RUNS if not run.templates]
     all_preds = [D.simulate(run, scene, gts, scene_rng(seed, spec, index, purpose=10 + k), dims_table, table)
-                 for k, run in enumerate(D.RUNS)]
+                 for k, run in enumerate(D.RUNS) if not run.templates]
     # one projection for the crops of all runs (the projection of a box does not depend on the batch)
     boxes = crop_boxes([p for preds in all_preds for p in preds], K, spec.width, spec.height)
     runs = {}
     start = 0
-    for run, preds in zip(D.RUNS, all_preds):
+    for k, run in enumerate(D.RUNS):  # prompt-conditioned runs: one prediction list per template, no crops
+        if run.templates:
+            purpose = 10 + k
+            streams = {t: Stream([int(seed), spec.stream, int(index), purpose, D.template_stream_key(t)])
+                       for t in run.templates}
+            per_t = D.simulate_prompted(run, scene, gts, scene_rng(seed, spec, index, purpose=purpose), streams,
+                                        dims_table, table)
+            for t, preds in per_t.items():
+                ids = [spec.category_id(p.category) for p in preds]
+                names = [p.category for p in preds]
+                recs = (D.prediction_json if json_records else D.prediction_records)(preds, image_id, K, ids, names)
+                runs[output_key(run, t)] = (recs, None)
+    for run, preds in zip(single, all_preds):
         if run.format == "cubercnn-pth":
             ids = [run.closed_vocabulary.index(p.category) for p in preds]
             names = [None] * len(preds)
@@ -125,7 +180,7 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
 def _gt_document(spec: DatasetSpec, images: list, annotations: list) -> dict:
     return {
         "info": {"id": spec.dataset_id, "name": spec.name, "split": "test", "source": spec.source,
-                 "version": GENERATOR_VERSION, "url": ""},
+                 "version": GT_VERSION, "url": ""},
         "images": images,
         "categories": [{"id": spec.category_id(c), "name": c, "supercategory": super_category(c)}
                        for c in spec.vocabulary],
@@ -133,7 +188,15 @@ def _gt_document(spec: DatasetSpec, images: list, annotations: list) -> dict:
     }
 
 
-def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
+def _runtime_entry(run: D.ErrorProfile, images: int) -> dict:
+    """The run's ``runtime:`` entry: its declared (synthetic) ms per image, timed on the runtime subset."""
+    return {**run.runtime, "device": "H100 NVL (simulated)", "images": min(RUNTIME_IMAGES, int(images)),
+            "source": "demo (synthetic)"}
+
+
+def _benchmark_yaml(seed: int, annotations_only: bool, images: int = DEFAULT_IMAGES) -> str:
+    import re
+
     import yaml
 
     datasets = []
@@ -145,10 +208,22 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
                 d["depth"] = f"{spec.folder}/depth/{{image_id}}.png"
             d["points"] = f"{spec.folder}/points/{{image_id}}.ply"
         d["subsets"] = {k: list(v) for k, v in spec.subsets.items()}
+        d["image_subsets"] = {"prompt_probe": {"rule": "random", "n": min(PROMPT_PROBE_IMAGES, int(images)),
+                                               "seed": int(seed)},
+                              "runtime": runtime_subset_file(spec)}
         datasets.append(d)
     runs = []
     for run in D.RUNS:
         for spec in DATASETS:
+            if run.templates:  # prompt-conditioned: one file per template, the default one is the run's file
+                r = {"name": run.name, "dataset": spec.name, "format": run.format,
+                     "per_template": {t: f"runs/{run_file_name(run, spec, t)}" for t in run.templates},
+                     "default_template": run.default_template, "trained_on": list(run.trained_on),
+                     "description": run.description}
+                if run.runtime:
+                    r["runtime"] = _runtime_entry(run, images)
+                runs.append(r)
+                continue
             r = {"name": run.name, "dataset": spec.name, "predictions": f"runs/{run_file_name(run, spec)}",
                  "format": run.format}
             if run.format == "cubercnn-pth":
@@ -158,6 +233,8 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
                 r["closed_vocabulary"] = list(run.closed_vocabulary)
             r["crops"] = f"runs/{run.name}__{spec.name}.crops.json"
             r["description"] = run.description
+            if run.runtime:
+                r["runtime"] = _runtime_entry(run, images)
             runs.append(r)
     doc = {"name": "OV3D demo benchmark", "generator": {"version": GENERATOR_VERSION, "seed": int(seed)},
            "datasets": datasets, "runs": runs}
@@ -170,8 +247,15 @@ def _benchmark_yaml(seed: int, annotations_only: bool) -> str:
 
     _Dumper.add_representer(list, _list)
     head = ("# Generated by `python -m ov3d_core demo build` (ov3d_core/demo). Do not edit: rebuilt when the\n"
-            "# generator version changes. Error profiles of the runs: ov3d_core/demo/detectors.py.\n")
-    return head + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=110, allow_unicode=True)
+            "# generator version changes. Error profiles of the runs: ov3d_core/demo/detectors.py. Runtimes are\n"
+            "# synthetic (source: demo (synthetic)), in the range of OV3D-Bench's Table 10.\n")
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=110, allow_unicode=True)
+    probe = (f"  # OV3D-Bench's 500-image prompt probe, scaled: {PROMPT_PROBE_IMAGES} seeded images (a proper "
+             f"subset of the default {DEFAULT_IMAGES}), at most the dataset's {int(images)}")
+    runtime = f"  # the 200-image runtime subset, scaled: {min(RUNTIME_IMAGES, int(images))} ids (runs' runtime.images)"
+    text = re.sub(r"(?m)^(\s+prompt_probe:)$", lambda m: m.group(1) + probe, text)
+    text = re.sub(r"(?m)^(\s+runtime: subsets/\S+)$", lambda m: m.group(1) + runtime, text)
+    return head + text
 
 
 def _serialized(spec: DatasetSpec, res: dict) -> dict:
@@ -180,15 +264,17 @@ def _serialized(spec: DatasetSpec, res: dict) -> dict:
     a ``.pth`` run stays a (sorted-key) object."""
     runs = {}
     image = res["image"]
-    for run in D.RUNS:
-        recs, crops = res["runs"][run.name]
+    for run, template in outputs():
+        key = output_key(run, template)
+        recs, crops = res["runs"][key]
         if run.format == "cubercnn-pth":  # an object for torch.save, keys in sorted order (see _canonical)
             body = {"K": image["K"], "height": int(spec.height), "image_id": int(image["id"]),
                     "instances": [{k: r[k] for k in sorted(r)} for r in recs], "width": int(spec.width)}
         else:
             body = ",".join(recs)
         # crop records get their running "record" index (the last key in sorted order) in the parent
-        runs[run.name] = (body, len(recs), ",".join(c if type(c) is str else J.crop_json(c) for c in crops))
+        runs[key] = (body, len(recs), None if crops is None else
+                     ",".join(c if type(c) is str else J.crop_json(c) for c in crops))
     return {"image": _dumps(image),
             "anns": ",".join(a if type(a) is str else J.annotation_json(a) for a in res["annotations"]),
             "n_anns": len(res["annotations"]), "runs": runs}
@@ -242,14 +328,15 @@ class _DatasetWriter:
     def __init__(self, stage: Path, spec: DatasetSpec):
         self.spec = spec
         self.gt_path = stage / spec.folder / "gt.json"
-        self.files = {r.name: stage / "runs" / run_file_name(r, spec) for r in D.RUNS}
+        outs = outputs()
+        self.files = {output_key(r, t): stage / "runs" / run_file_name(r, spec, t) for r, t in outs}
         self.gt = open(self.gt_path, "w", encoding="utf-8")
-        self.writers = {r.name: open(self.files[r.name], "w", encoding="utf-8") for r in D.RUNS
+        self.writers = {output_key(r, t): open(self.files[output_key(r, t)], "w", encoding="utf-8") for r, t in outs
                         if r.format != "cubercnn-pth"}
         self.crops = {r.name: open(stage / "runs" / f"{r.name}__{spec.name}.crops.json", "w", encoding="utf-8")
-                      for r in D.RUNS}
-        self.pth: dict[str, list[dict]] = {r.name: [] for r in D.RUNS if r.format == "cubercnn-pth"}
-        self.n_pred = {r.name: 0 for r in D.RUNS}
+                      for r, t in outs if t is None}
+        self.pth: dict[str, list[dict]] = {r.name: [] for r, t in outs if r.format == "cubercnn-pth"}
+        self.n_pred = {output_key(r, t): 0 for r, t in outs}
         self.images: list[str] = []
         self.n_anns = 0
         self.gt.write('{"annotations":[')
@@ -270,7 +357,7 @@ class _DatasetWriter:
                 self.pth[name].append(body)
             elif n:
                 self.writers[name].write(("," if start else "") + body)
-            if n:  # fill in the running record indices
+            if n and crops is not None:  # fill in the running record indices
                 parts = crops.split(J.RECORD)
                 filled = "".join(chain.from_iterable(zip(parts, map(str, range(start, start + n))))) + parts[-1]
                 self.crops[name].write(("," if start else "") + filled)
@@ -291,9 +378,10 @@ class _DatasetWriter:
         hashes[f"{spec.folder}/gt.json"] = _sha256(self.gt_path)
         counts["images"][spec.name] = len(self.images)
         counts["annotations"][spec.name] = self.n_anns
-        for run in D.RUNS:
-            hashes[f"runs/{run_file_name(run, spec)}"] = _sha256(self.files[run.name])
-            counts["predictions"][f"{run.name}__{spec.name}"] = self.n_pred[run.name]
+        for run, t in outputs():
+            name = run_file_name(run, spec, t)
+            hashes[f"runs/{name}"] = _sha256(self.files[output_key(run, t)])
+            counts["predictions"][name.rsplit(".", 1)[0]] = self.n_pred[output_key(run, t)]
 
     def abort(self) -> None:
         for w in [self.gt] + self._all():
@@ -372,6 +460,7 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
                 for sub in ["images", "points"] + (["depth"] if spec.environment == "indoor" else []):
                     (stage / spec.folder / sub).mkdir()
         (stage / "runs").mkdir()
+        (stage / "subsets").mkdir()
         dims_table = typical_dims(seed)
         total = images * len(DATASETS)
         kind, n_workers, chunk = _plan(total, annotations_only, workers)
@@ -398,7 +487,14 @@ def build_demo(out: str | os.PathLike, *, images: int = DEFAULT_IMAGES, seed: in
         finally:
             if writer is not None:
                 writer.abort()
-        (stage / "benchmark.yaml").write_text(_benchmark_yaml(seed, annotations_only), encoding="utf-8")
+        for spec in DATASETS:
+            rel = runtime_subset_file(spec)
+            ids = runtime_subset(spec, images, seed)
+            (stage / rel).write_text(f"# runtime image subset of {spec.name}: {len(ids)} of its {images} images, "
+                                     f"seed {int(seed)} (OV3D-Bench's 200-image runtime subset, scaled)\n"
+                                     + "".join(f"{i}\n" for i in ids), encoding="utf-8")
+            hashes[rel] = _sha256(stage / rel)
+        (stage / "benchmark.yaml").write_text(_benchmark_yaml(seed, annotations_only, images), encoding="utf-8")
         manifest = {
             "generator_version": GENERATOR_VERSION, "seed": int(seed), "images_per_dataset": images,
             "annotations_only": bool(annotations_only), "datasets": [d.name for d in DATASETS],

@@ -5,7 +5,7 @@ Every failure mode the demo shows is here by design, and every parameter lives i
 A simulated detector looks at the ground truth of an image and decides, per object, whether it is found, how its
 box is perturbed and which label and score it gets; then it adds extra hypotheses, duplicates and hallucinations.
 
-The five runs (the paper's detectors, caricatured):
+The six runs (the paper's detectors, caricatured):
 
 ``cubercnn_star``
     A closed-vocabulary Cube R-CNN over a small base vocabulary (``CLOSED_VOCABULARY``; indoor furniture and
@@ -28,6 +28,16 @@ The five runs (the paper's detectors, caricatured):
 ``weak_mono``
     A weak monocular baseline: low recall, depth error growing quickly with distance, many near-duplicate boxes,
     under-confident scores; trained on demo_indoor and demo_outdoor_av, so demo_outdoor is its unseen domain.
+``promptable``
+    Prompt-conditioned, OVMono3D-like (OVMono3D / DetAny3D / WildDet3D take the prompt as an input): one prediction
+    file per prompt template (the 15 presets U1-U5, S1-S5, O1-O5 and Pro-Bench's ``PB-<type>``). One shared draw per
+    object and image, then per template (``PROMPT_EFFECTS``, each from its own sub-stream): standard prompts best,
+    underdetailed and overdetailed a little worse (the road-scene wording of O3-O5 worse indoors), Pro-Bench's
+    negative, relational, compositional and affordance prompts clearly worse (lower recall, more confusions and
+    hallucinations); boxes move a little between templates and some appear or disappear, so Pro-Bench's PCR and
+    PLC are below 1. No crops (it is not remapped: its labels come from the prompt).
+
+Every run declares a synthetic ``runtime`` (ms per image by stage, in the range of OV3D-Bench's Table 10).
 
 The oracle effect: a well-localised car often also gets a "van" or "truck" hypothesis (a second label on the same
 box), a table a "desk" one, an armchair a "sofa" one. In images without vans those hypotheses are false positives
@@ -38,7 +48,9 @@ deletes, so AP of van / truck / desk / sofa rises under the oracle while car AP 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -152,6 +164,15 @@ class ErrorProfile:
     Out-of-domain (evaluation datasets not in ``trained_on``):
         ood_recall: recall multiplier; ood_confusion: multiplier of confusion and second_label;
         ood_hallucinations: multiplier of hallucinations; ood_depth_bias: extra log depth bias (another camera).
+
+    Prompt-conditioned runs (the prompt is an input of the detector):
+        templates: template ids with one prediction file each (``per_template``); their effects are
+            ``PROMPT_EFFECTS`` (:func:`simulate_prompted`). Empty: an ordinary run with one file.
+        default_template: the template whose file is the run's default (``default_template``).
+
+    Declared timing:
+        runtime: ms per image by stage (``semantic_ms``, ``geometry_ms`` and/or ``total_ms``), written as the run's
+            ``runtime:`` entry with ``source: demo (synthetic)``.
     """
 
     name: str
@@ -188,6 +209,95 @@ class ErrorProfile:
     ood_depth_bias: float = -0.05
     max_dets: int = 100
     format: str = "cubercnn-json"
+    #: Prompt-conditioned detectors only: the template ids it writes one prediction file for (``per_template`` in
+    #: benchmark.yaml; effects in ``PROMPT_EFFECTS``) and the one whose file is the run's default. Empty: one file.
+    templates: tuple[str, ...] = ()
+    default_template: str | None = None
+    #: Declared ms per image by stage (``runtime:`` in benchmark.yaml: semantic_ms / geometry_ms / total_ms,
+    #: device); synthetic numbers in the range of OV3D-Bench's Table 10, labelled as such.
+    runtime: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------------ prompts
+#: The templates the prompt-conditioned run writes a file for: the 15 presets of ov3d_core.remap.templates
+#: (U1-U5 underdetailed, S1-S5 standard, O1-O5 overdetailed) and Pro-Bench's types as ``PB-<type>`` (its
+#: ``PROBENCH_TYPES``, in the paper's order). Spelled out here (not imported: importing ov3d_core.remap would load
+#: the encoders in every build worker); tests/demo/test_promptable.py checks them against that module.
+PROBENCH_TYPE_IDS = ("categorical", "attributive", "relational", "affordance", "state", "part-whole", "negative",
+                     "compositional")
+PROMPTED_TEMPLATES: tuple[str, ...] = (
+    tuple(f"{g}{i}" for g in "USO" for i in range(1, 6)) + tuple(f"PB-{t}" for t in PROBENCH_TYPE_IDS))
+
+
+@dataclass(frozen=True)
+class PromptEffect:
+    """What one prompt template does to a prompt-conditioned detector, relative to its :class:`ErrorProfile`.
+
+    Every template starts from one shared draw per object (found or not, confused or not, its box, its score); a
+    template changes it through these numbers and its own random stream:
+
+        recall: multiplier of the detection probability (fewer objects found with a worse prompt).
+        confusion: multiplier of the confusion and second-label probabilities (a prompt that reads less like the
+            class name confuses adjacent classes more).
+        resample: probability that an object's detection and label decisions are drawn again from the template's
+            stream instead of the shared draw (objects appearing / disappearing between prompts at equal recall).
+        jitter: scale of the template's own box perturbation, as a fraction of the profile's localisation noise (the
+            box moves a little with the prompt: PLC below 1).
+        score: shift of the raw confidence (before calibration).
+        hallucinations: multiplier of the profile's hallucination rate (extra boxes for the template's words: "next
+            to other objects", "not broken").
+        context: the environment the prompt's wording belongs to (O3-O5 talk about roads); elsewhere recall is
+            multiplied by ``off_context`` and confusion by ``1 / off_context``.
+    """
+
+    recall: float = 1.0
+    confusion: float = 1.0
+    resample: float = 0.08
+    jitter: float = 0.12
+    score: float = 0.0
+    hallucinations: float = 1.0
+    context: str | None = None
+    off_context: float = 0.93
+
+
+_UNDER = PromptEffect(recall=0.95, confusion=1.35, resample=0.12, jitter=0.2, score=-0.02, hallucinations=1.2)
+_STANDARD = PromptEffect()
+_OVER = PromptEffect(recall=0.9, confusion=1.6, resample=0.15, jitter=0.25, score=-0.04, hallucinations=1.4)
+
+#: Effect of each template of ``PROMPTED_TEMPLATES``. Groups: standard best, underdetailed a little worse (the bare
+#: name is ambiguous), overdetailed worse (irrelevant detail dilutes the class); Pro-Bench types after the paper's
+#: findings: negation and relations are misread (the "not" and the other objects pull the grounding away),
+#: compositional and affordance wording worse than attributes and states.
+PROMPT_EFFECTS: dict[str, PromptEffect] = {
+    **{f"U{i}": _UNDER for i in range(1, 6)},
+    "U1": PromptEffect(recall=0.94, confusion=1.45, resample=0.12, jitter=0.2, score=-0.03, hallucinations=1.25),
+    **{f"S{i}": _STANDARD for i in range(1, 6)},
+    "S5": PromptEffect(recall=0.97, confusion=1.1, resample=0.1, jitter=0.15, score=-0.03),  # "a bad photo of"
+    **{f"O{i}": _OVER for i in range(1, 6)},
+    "O1": PromptEffect(recall=0.93, confusion=1.4, resample=0.12, jitter=0.25, score=-0.02, hallucinations=1.3),
+    "O3": PromptEffect(recall=0.9, confusion=1.6, resample=0.15, jitter=0.25, score=-0.04, hallucinations=1.4,
+                       context="outdoor", off_context=0.85),
+    "O4": PromptEffect(recall=0.88, confusion=1.7, resample=0.18, jitter=0.3, score=-0.05, hallucinations=1.5,
+                       context="outdoor", off_context=0.85),
+    "O5": PromptEffect(recall=0.88, confusion=1.7, resample=0.18, jitter=0.3, score=-0.05, hallucinations=1.5,
+                       context="outdoor", off_context=0.85),
+    "PB-categorical": PromptEffect(recall=0.94, confusion=1.45, resample=0.12, jitter=0.2, score=-0.03,
+                                   hallucinations=1.25),
+    "PB-attributive": PromptEffect(recall=0.93, confusion=1.4, resample=0.15, jitter=0.25, score=-0.03,
+                                   hallucinations=1.3),
+    "PB-relational": PromptEffect(recall=0.72, confusion=2.8, resample=0.35, jitter=0.5, score=-0.08,
+                                  hallucinations=3.0),
+    "PB-affordance": PromptEffect(recall=0.82, confusion=2.3, resample=0.25, jitter=0.35, score=-0.06,
+                                  hallucinations=2.0),
+    "PB-state": PromptEffect(recall=0.94, confusion=1.3, resample=0.14, jitter=0.2, score=-0.03,
+                             hallucinations=1.2),
+    "PB-part-whole": PromptEffect(recall=0.9, confusion=1.5, resample=0.18, jitter=0.4, score=-0.04,
+                                  hallucinations=1.4),
+    "PB-negative": PromptEffect(recall=0.62, confusion=3.2, resample=0.4, jitter=0.45, score=-0.1,
+                                hallucinations=3.5),
+    "PB-compositional": PromptEffect(recall=0.8, confusion=2.2, resample=0.28, jitter=0.4, score=-0.06,
+                                     hallucinations=2.2),
+}
 
 
 RUNS: tuple[ErrorProfile, ...] = (
@@ -200,7 +310,8 @@ RUNS: tuple[ErrorProfile, ...] = (
         recall=0.82, min_height_px=16, occlusion_power=0.9, closed_novel_recall=0.7,
         depth_sigma=0.025, depth_sigma_per_10m=0.01, center_sigma=0.03, size_sigma=0.06, yaw_sigma_deg=7,
         confusion=0.06, second_label=0.05, hallucinations=0.25, halluc_score=(0.1, 0.4), duplicates=0.02,
-        score_mean=0.8, ood_recall=0.92, ood_confusion=1.0, ood_hallucinations=1.5, ood_depth_bias=-0.04),
+        score_mean=0.8, ood_recall=0.92, ood_confusion=1.0, ood_hallucinations=1.5, ood_depth_bias=-0.04,
+        runtime={"geometry_ms": 33.3}),
     ErrorProfile(
         name="ovmono_like",
         description="OVMono3D-like: good localisation, adjacent-class confusions, over-predicts table and "
@@ -210,7 +321,8 @@ RUNS: tuple[ErrorProfile, ...] = (
         depth_sigma=0.025, depth_sigma_per_10m=0.01, center_sigma=0.03, size_sigma=0.06, yaw_sigma_deg=8,
         confusion=0.16, attractors={"table": 3.0, "shelves": 3.0, "truck": 1.5}, attractor_jump=0.25,
         second_label=0.4, second_score=0.95, hallucinations=0.5, halluc_score=(0.25, 0.65), duplicates=0.03,
-        score_mean=0.75, ood_recall=0.9, ood_confusion=3.5, ood_hallucinations=3.0, ood_depth_bias=-0.06),
+        score_mean=0.75, ood_recall=0.9, ood_confusion=3.5, ood_hallucinations=3.0, ood_depth_bias=-0.06,
+        runtime={"total_ms": 300.8}),
     ErrorProfile(
         name="detany_like",
         description="DetAny3D-like: confident hallucinations of classes absent from the image, favours chair "
@@ -221,7 +333,8 @@ RUNS: tuple[ErrorProfile, ...] = (
         confusion=0.14, attractors={"chair": 4.0, "pedestrian": 2.0, "sofa": 1.5}, attractor_jump=0.35,
         second_label=0.25, second_score=0.9, hallucinations=1.6, halluc_score=(0.35, 0.85), duplicates=0.04,
         score_mean=0.72, score_temp=0.75, score_bias=0.3,
-        ood_recall=0.72, ood_confusion=2.8, ood_hallucinations=3.0, ood_depth_bias=-0.1),
+        ood_recall=0.72, ood_confusion=2.8, ood_hallucinations=3.0, ood_depth_bias=-0.1,
+        runtime={"semantic_ms": 182.9, "geometry_ms": 400.0}),
     ErrorProfile(
         name="wild_like",
         description="WildDet3D-like: trained on all three datasets, highest recall, noisy depth and size, "
@@ -231,7 +344,7 @@ RUNS: tuple[ErrorProfile, ...] = (
         depth_sigma=0.09, depth_sigma_per_10m=0.03, center_sigma=0.06, size_sigma=0.12, yaw_sigma_deg=14,
         yaw_flip=0.06, confusion=0.1, second_label=0.25, second_score=0.9, hallucinations=0.6,
         halluc_score=(0.1, 0.5),
-        duplicates=0.05, score_mean=0.7),
+        duplicates=0.05, score_mean=0.7, runtime={"semantic_ms": 96.4, "geometry_ms": 151.7}),
     ErrorProfile(
         name="weak_mono",
         description="weak monocular baseline: low recall, depth error growing fast with distance, many "
@@ -241,7 +354,21 @@ RUNS: tuple[ErrorProfile, ...] = (
         depth_sigma=0.04, depth_sigma_per_10m=0.1, depth_bias=-0.03, center_sigma=0.05, size_sigma=0.1,
         yaw_sigma_deg=15, yaw_flip=0.1, confusion=0.12, second_label=0.08, hallucinations=0.4,
         halluc_score=(0.1, 0.45), duplicates=0.35, score_mean=0.55, score_temp=1.6, score_bias=-0.8,
-        ood_recall=0.8, ood_confusion=1.8, ood_hallucinations=1.5, ood_depth_bias=0.08),
+        ood_recall=0.8, ood_confusion=1.8, ood_hallucinations=1.5, ood_depth_bias=0.08,
+        runtime={"semantic_ms": 41.2, "geometry_ms": 17.8}),
+    ErrorProfile(
+        name="promptable",
+        description="prompt-conditioned, OVMono3D-like: one prediction file per prompt template; labels and "
+                    "recall depend on the prompt (standard best; negative, relational and compositional Pro-Bench "
+                    "prompts clearly worse), boxes move slightly between prompts",
+        trained_on=("demo_indoor", "demo_outdoor"),
+        recall=0.85, min_height_px=14, occlusion_power=0.8,
+        depth_sigma=0.035, depth_sigma_per_10m=0.015, center_sigma=0.04, size_sigma=0.08, yaw_sigma_deg=10,
+        confusion=0.12, attractors={"table": 2.0, "shelves": 2.0, "truck": 1.5}, attractor_jump=0.15,
+        second_label=0.2, second_score=0.85, hallucinations=0.4, halluc_score=(0.2, 0.6), duplicates=0.03,
+        score_mean=0.74, ood_recall=0.88, ood_confusion=2.5, ood_hallucinations=2.5, ood_depth_bias=-0.06,
+        templates=PROMPTED_TEMPLATES, default_template="S1",
+        runtime={"semantic_ms": 176.5, "geometry_ms": 121.4}),
 )
 RUNS_BY_NAME = {r.name: r for r in RUNS}
 
@@ -490,6 +617,134 @@ def simulate(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: Stre
         for p, k in zip(preds, corners):
             p.corners = k
     return preds
+
+
+def template_stream_key(template: str) -> int:
+    """The last entropy word of a template's own random stream: the CRC-32 of its id (so adding or reordering
+    templates never changes another template's draws)."""
+    return zlib.crc32(template.encode("utf-8"))
+
+
+def _jitter_profile(profile: ErrorProfile) -> ErrorProfile:
+    """The profile a template's box perturbation uses: its noise without biases or heading flips (those are part of
+    the shared draw; a prompt moves the box a little, it does not turn it round)."""
+    return replace(profile, depth_bias=0.0, ood_depth_bias=0.0, yaw_flip=0.0)
+
+
+def _hallucinate(rng: Stream, profile: ErrorProfile, scene: Scene, absent: list, lam: float,
+                 typical_dims: dict) -> list:
+    """Boxes of classes absent from the image on empty floor / road: (class, dims, (centre, R), raw score)."""
+    out = []
+    n_h = int(rng.poisson(lam)) if absent and lam > 0 else 0
+    for _ in range(n_h):
+        cat = rng.weighted_choice({c: profile.attractors.get(c, 1.0) for c in absent})
+        dims = np.asarray(typical_dims[cat], float) * np.exp(rng.normal(0, 0.1, 3))
+        pose = _ground_box(rng, scene, dims, rng.uniform(0, 2 * math.pi))
+        if pose is not None:
+            out.append((cat, dims, pose, rng.uniform(*profile.halluc_score)))
+    return out
+
+
+def _hallucination_preds(profile: ErrorProfile, scene: Scene, hall: list, score_shift: float = 0.0) -> list[Pred]:
+    if not hall:
+        return []
+    spec = scene.spec
+    hc = corners_from_pose(np.array([h[2][0] for h in hall]), np.array([h[1] for h in hall]),
+                           np.array([h[2][1] for h in hall]))
+    _, htr = projected_box2d_fast(hc, scene.K, spec.width, spec.height)
+    return [Pred(cat, _calibrate(profile, raw + score_shift), c, dims, R, tr, "hallucination", 0)
+            for (cat, dims, (c, R), raw), tr in zip(hall, htr) if tr[0] >= 0]
+
+
+def simulate_prompted(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: Stream,
+                      streams: Mapping[str, Stream], typical_dims: dict,
+                      table: GTTable | None = None) -> dict[str, list[Pred]]:
+    """Predictions of a prompt-conditioned ``profile`` on one image under each of its templates (template id ->
+    predictions sorted by descending score, at most ``max_dets``).
+
+    ``rng`` gives the shared draw: per GT object its detection and confusion uniforms, its base box (the profile's
+    localisation noise, biases included), wrong and second labels, score and duplicate; and the image's base
+    hallucinations. ``streams[template]`` (its own sub-stream) gives the template's changes (``PROMPT_EFFECTS``):
+    thresholds scaled by the template's recall and confusion, a fraction of the decisions redrawn, a small box
+    perturbation around the base box, a score shift and extra hallucinations. Equal uniforms against scaled
+    thresholds keep the templates coupled: a template with lower recall loses objects, it does not find others."""
+    if profile.closed_vocabulary is not None or not profile.templates:
+        raise ValueError(f"simulate_prompted: {profile.name} is not an open-vocabulary prompt-conditioned profile")
+    spec = scene.spec
+    W, H = spec.width, spec.height
+    ood = spec.name not in profile.trained_on
+    vocab = output_vocabulary(profile, spec)
+    conf_p = profile.confusion * (profile.ood_confusion if ood else 1.0)
+    second_p = profile.second_label * (profile.ood_confusion if ood else 1.0)
+    recall = profile.recall * (profile.ood_recall if ood else 1.0)
+    jit = _jitter_profile(profile)
+    n = len(gts)
+    base = []
+    if n:
+        if table is None:
+            table = GTTable(scene, gts)
+        size_term = table.h2d / (table.h2d + profile.min_height_px)
+        p = recall * table.vis ** profile.occlusion_power * size_term * (1.0 - profile.truncation_penalty * table.trn)
+        p = np.where(table.behind, 0.0, p).tolist()
+        U = rng.random((n, 4)).tolist()  # detection, confusion, second label, duplicate
+        size_l = size_term.tolist()
+        for j in range(n):
+            cat, kind = table.categories[j], table.kinds[j]
+            nb = _neighbours(cat, kind, spec, vocab)
+            quality = 0.55 + 0.45 * table.vis_l[j] * min(1.0, size_l[j] / 0.8)
+            raw = min(max(profile.score_mean * quality + 0.08 * rng.standard_normal(), 0.02), 0.98)
+            wrong = _choose_wrong(rng, profile, cat, nb, vocab)
+            wrong_factor = rng.uniform(0.6, 0.95)
+            box = _perturb(rng, profile, ood, table.center_l[j], table.dims_l[j], table.R_l[j], W, H, table.trunc_l[j])
+            alt = _choose_wrong(rng, profile, cat, nb, vocab)
+            second_factor = profile.second_score * rng.uniform(0.55, 1.0)
+            dup = _perturb(rng, profile, ood, *box[:3], W, H, box[3], scale_noise=1.0)
+            dup_factor = rng.uniform(0.3, 0.75)
+            base.append((p[j], U[j], raw, nb, wrong, wrong_factor, box, alt, second_factor, dup, dup_factor))
+    present = {g.category for g in gts}
+    absent = [c for c in vocab if c not in present and c in typical_dims]
+    lam = profile.hallucinations * (profile.ood_hallucinations if ood else 1.0)
+    shared_hall = _hallucinate(rng, profile, scene, absent, lam, typical_dims)
+    out: dict[str, list[Pred]] = {}
+    for t in profile.templates:
+        eff = PROMPT_EFFECTS[t]
+        rt = streams[t]
+        r_mult, c_mult = eff.recall, eff.confusion
+        if eff.context is not None and eff.context != spec.environment:
+            r_mult, c_mult = r_mult * eff.off_context, c_mult / eff.off_context
+        cp, sp = min(0.9, conf_p * c_mult), min(0.9, second_p * c_mult)
+        preds: list[Pred] = []
+        V = rt.random((n, 4)).tolist() if n else []  # redraw?, then redrawn detection / confusion / second label
+        for j, (pj, u, raw, nb, wrong, wf, box, alt, sf, dup, df) in enumerate(base):
+            v = V[j]
+            again = v[0] < eff.resample
+            if (v[1] if again else u[0]) >= pj * r_mult:
+                continue
+            label, r = table.categories[j], raw + eff.score
+            if (v[2] if again else u[1]) < cp:
+                w = _choose_wrong(rt, profile, label, nb, vocab) if again else wrong
+                if w is not None:
+                    label, r = w, r * wf
+            r = min(max(r + 0.03 * rt.standard_normal(), 0.02), 0.98)
+            c, d, Rp, b = _perturb(rt, jit, ood, *box[:3], W, H, box[3], scale_noise=eff.jitter)
+            if c[2] <= 0.3:
+                continue
+            ann_id = table.ann_ids[j]
+            preds.append(Pred(label, _calibrate(profile, r), c, d, Rp, b, "object", ann_id))
+            if (v[3] if again else u[2]) < sp and alt is not None and alt != label:
+                c2, d2, R2, b2 = _perturb(rt, jit, ood, c, d, Rp, W, H, b, scale_noise=0.25)
+                preds.append(Pred(alt, _calibrate(profile, r * sf), c2, d2, R2, b2, "second", ann_id))
+            if u[3] < profile.duplicates:
+                c2, d2, R2, b2 = _perturb(rt, jit, ood, *dup[:3], W, H, dup[3], scale_noise=eff.jitter)
+                if c2[2] > 0.3:
+                    preds.append(Pred(label, _calibrate(profile, r * df), c2, d2, R2, b2, "duplicate", ann_id))
+        # the shared hallucinations a template keeps, and the extra ones its wording invites
+        hall = [h for h in shared_hall if rt.random() < 0.85]
+        hall += _hallucinate(rt, profile, scene, absent, lam * max(eff.hallucinations - 1.0, 0.0), typical_dims)
+        preds += _hallucination_preds(profile, scene, hall, eff.score)
+        order = sorted(range(len(preds)), key=lambda i: -preds[i].score)
+        out[t] = [preds[i] for i in order[: profile.max_dets]]
+    return out
 
 
 def _prediction_arrays(preds: list[Pred], K: np.ndarray) -> tuple:

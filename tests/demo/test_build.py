@@ -40,12 +40,19 @@ def test_folder_layout_and_manifest(tiny_build):
             assert (out / spec.folder / "images" / f"{i}.jpg").is_file()
             assert (out / spec.folder / "points" / f"{i}.ply").is_file()
             assert (out / spec.folder / "depth" / f"{i}.png").is_file() == (spec.environment == "indoor")
-    assert len(manifest["sha256"]) == len(DATASETS) * (1 + len(D.RUNS))
+    # per dataset: the GT, one file per single-file run, one per template of the prompt-conditioned run, the runtime
+    # subset's id list
+    per_dataset = 1 + sum(len(r.templates) or 1 for r in D.RUNS) + 1
+    assert per_dataset == 1 + 5 + 23 + 1
+    assert len(manifest["sha256"]) == len(DATASETS) * per_dataset
     for rel, digest in manifest["sha256"].items():
         assert _sha(out / rel) == digest, rel
     for run in D.RUNS:
         for spec in DATASETS:
-            assert (out / "runs" / f"{run.name}__{spec.name}.crops.json").is_file()
+            assert (out / "runs" / f"{run.name}__{spec.name}.crops.json").is_file() == (not run.templates)
+            for t in run.templates:
+                assert f"runs/{run.name}__{spec.name}__{t}.json" in manifest["sha256"]
+                assert f"{run.name}__{spec.name}__{t}" in manifest["counts"]["predictions"]
 
 
 def test_benchmark_yaml_matches_the_agreed_format(tiny_build):
@@ -62,8 +69,16 @@ def test_benchmark_yaml_matches_the_agreed_format(tiny_build):
     assert len(doc["runs"]) == len(D.RUNS) * len(DATASETS)
     for r in doc["runs"]:
         prof = D.RUNS_BY_NAME[r["name"]]
-        assert (out / r["predictions"]).is_file() and (out / r["crops"]).is_file()
+        if prof.templates:  # prompt-conditioned: a file per template, no single file, no crops
+            assert "predictions" not in r and "crops" not in r
+            assert list(r["per_template"]) == list(prof.templates) and r["default_template"] == "S1"
+            assert all((out / f).is_file() for f in r["per_template"].values())
+        else:
+            assert (out / r["predictions"]).is_file() and (out / r["crops"]).is_file()
         assert r["format"] == prof.format and r["trained_on"] == list(prof.trained_on) and r["description"]
+        rt = r["runtime"]
+        assert rt["source"] == "demo (synthetic)" and rt["images"] == TINY_IMAGES and rt["device"]
+        assert {"semantic_ms", "geometry_ms", "total_ms"} & set(rt)
         if r["format"] == "cubercnn-pth":
             assert r["category_list"] == list(D.CLOSED_VOCABULARY) == r["closed_vocabulary"]
     # the lead's config reader accepts it
@@ -107,6 +122,8 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tiny_build, tmp_path):
     assert again["sha256"] == manifest["sha256"]  # threads do not change the output either
     for run in D.RUNS:
         for spec in DATASETS:
+            if run.templates:
+                continue  # no crops (its template files are in the manifest's digests)
             name = f"runs/{run.name}__{spec.name}.crops.json"
             assert (out / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
     other = build_demo(tmp_path / "other", images=TINY_IMAGES, seed=1, annotations_only=True)

@@ -111,7 +111,7 @@ def test_every_file_loads_through_the_real_loaders(tiny_build, tiny_benchmark):
         ds = load_omni3d_gt(out / spec.folder / "gt.json", environment=spec.environment)
         assert ds.name == spec.name and tuple(ds.vocabulary) == spec.vocabulary
         assert len(ds.gt) == manifest["counts"]["annotations"][spec.name] == len(datasets[spec.name].gt)
-        for run in D.RUNS:
+        for run in SINGLE_FILE_RUNS:  # the prompt-conditioned run's files: tests/demo/test_promptable.py
             path = out / "runs" / f"{run.name}__{spec.name}{'.pth' if run.format == 'cubercnn-pth' else '.json'}"
             r = load_predictions(path, ds, name=run.name, format=run.format,
                                  category_list=list(run.closed_vocabulary) if run.closed_vocabulary else None)
@@ -127,6 +127,9 @@ def test_every_file_loads_through_the_real_loaders(tiny_build, tiny_benchmark):
     for r in json.loads((out / "runs" / "ovmono_like__demo_indoor.json").read_text()):
         assert set(r) >= D_KEYS
 
+
+#: The runs with one prediction file (and crops) per dataset.
+SINGLE_FILE_RUNS = tuple(r for r in D.RUNS if not r.templates)
 
 D_KEYS = {"image_id", "category_id", "category_name", "bbox", "score", "depth", "bbox3D", "center_cam", "center_2D",
           "dimensions", "pose"}
@@ -148,7 +151,7 @@ def test_crops_align_with_prediction_records(tiny_build, tiny_benchmark):
     out, _ = tiny_build
     for spec in DATASETS:
         gt_ids = {a["id"]: a for a in _gt(out, spec)["annotations"]}
-        for run in D.RUNS:
+        for run in SINGLE_FILE_RUNS:  # a prompt-conditioned run has no crops (one file per template)
             crops = json.loads((out / "runs" / f"{run.name}__{spec.name}.crops.json").read_text())
             pred = tiny_benchmark.run(run.name, spec.name).pred
             assert len(crops) == len(pred)
@@ -227,7 +230,8 @@ def test_profiles_are_documented():
         if f.name not in ("name", "description", "trained_on", "closed_vocabulary", "max_dets", "format"):
             assert f"{f.name}" in doc, f.name
     names = [r.name for r in D.RUNS]
-    assert len(set(names)) == len(names) == 5
+    assert len(set(names)) == len(names) == 6
+    assert [r.name for r in D.RUNS if r.templates] == ["promptable"]
     for r in D.RUNS:
         assert set(r.trained_on) <= {d.name for d in DATASETS} and r.description
         assert r.name in D.__doc__
