@@ -91,10 +91,13 @@ with ui.guard("The prompt lab"):
         sens = A.prompt_sensitivity(view, chosen)
     m = st.columns(4)
     m[0].metric("Mean mAP3D over templates", f"{sens.mean:.2f}")
-    m[1].metric("CV (σ/μ)", f"{sens.cv:.1%}" if np.isfinite(sens.cv) else "—")
+    m[1].metric("CV (σ/μ)", f"{sens.cv:.3f}" if np.isfinite(sens.cv) else "—",
+                help="A ratio, as in the report's prompt_sensitivity.csv (cv).")
     m[2].metric("Best prompt type", sens.best_group or "—")
-    m[3].metric("Standard → overdetailed", f"{-sens.drop_standard_to_overdetailed:+.2f}"
-                if np.isfinite(sens.drop_standard_to_overdetailed) else "—", help="Change of the group mean.")
+    drop = sens.drop_standard_to_overdetailed
+    m[3].metric("Drop, standard → overdetailed", f"{drop:+.2f}" if np.isfinite(drop) else "—",
+                help="mean mAP3D of the standard templates − mean mAP3D of the overdetailed ones, in AP points: "
+                     "positive when overdetailed prompts score lower. The report's drop_standard_to_overdetailed.")
 
     left, right = st.columns([3, 2])
     with left:

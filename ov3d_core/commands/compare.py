@@ -130,23 +130,23 @@ def _pair_text(df, key: str, name_a: str, name_b: str, adjusted: bool) -> list[s
     p_col = "p_adjusted" if adjusted else "p_value"
     lines = [f"  {key:<16} {name_a:>{wa}} {name_b:>{wb}} {'diff':>7}  {'interval':<17} {'p_adj' if adjusted else 'p':>7}  significant"]
     for r in df.to_dict(orient="records"):
-        s = 100.0 if r[key] == RECALL_KEY else 1.0
-        interval = f"[{_fmt(r['lo'], s)}, {_fmt(r['hi'], s)}]"
-        lines.append(f"  {str(r[key]):<16} {_fmt(r[name_a], s):>{wa}} {_fmt(r[name_b], s):>{wb}} "
-                     f"{_fmt(r['diff'], s):>7}  {interval:<17} {_fmt(r[p_col], digits=4):>7}  "
+        d = 3 if r[key] == RECALL_KEY else 2  # the README's units: recall a fraction, AP percent
+        interval = f"[{_fmt(r['lo'], digits=d)}, {_fmt(r['hi'], digits=d)}]"
+        lines.append(f"  {str(r[key]):<16} {_fmt(r[name_a], digits=d):>{wa}} {_fmt(r[name_b], digits=d):>{wb}} "
+                     f"{_fmt(r['diff'], digits=d):>7}  {interval:<17} {_fmt(r[p_col], digits=4):>7}  "
                      f"{'--' if r[p_col] is None or r[p_col] != r[p_col] else ('yes' if r['significant'] else 'no')}")
     return lines
 
 
 def _tiers_text(df, metric: str) -> list[str]:
-    s = 100.0 if metric == RECALL_KEY else 1.0
+    s, d = 1.0, (3 if metric == RECALL_KEY else 2)  # the README's units: recall a fraction, AP percent
     lines = [f"  {'tier':>4} {'rank':>4}  {'run':<20} {metric:>8}  {'interval':<17} {'gap to next':>11}  "
              f"{'p_adjusted':>10}  significant"]
     for r in df.to_dict(orient="records"):
         last = r["rank"] == len(df)
-        lines.append(f"  {r['tier']:>4} {r['rank']:>4}  {str(r['run']):<20} {_fmt(r['value'], s):>8}  "
-                     f"{'[' + _fmt(r['lo'], s) + ', ' + _fmt(r['hi'], s) + ']':<17} "
-                     f"{'' if last else _fmt(r['gap'], s):>11}  {'' if last else _fmt(r['p_adjusted'], digits=4):>10}"
+        lines.append(f"  {r['tier']:>4} {r['rank']:>4}  {str(r['run']):<20} {_fmt(r['value'], s, d):>8}  "
+                     f"{'[' + _fmt(r['lo'], s, d) + ', ' + _fmt(r['hi'], s, d) + ']':<17} "
+                     f"{'' if last else _fmt(r['gap'], s, d):>11}  {'' if last else _fmt(r['p_adjusted'], digits=4):>10}"
                      f"  {'' if last else ('yes' if r['significant'] else 'no')}")
     return lines
 
@@ -198,7 +198,7 @@ def run(args) -> int:
             print(f"  per category: p-values {CORRECTION_TEXT[args.correction]} over {n_cat} categories; "
                   f"significant: adjusted p < {1 - args.level:g}")
             print("\n".join(_pair_text(cat, "category", pc.name_a, pc.name_b, adjusted=True)))
-            print(f"  ({RECALL_KEY} in percent here; a fraction in the JSON)\n")
+            print(f"  (AP in percent; {RECALL_KEY} a fraction)\n")
             result["comparisons"].append({
                 "dataset": va.dataset, "a": pc.name_a, "b": pc.name_b, "view_a": va.to_dict(), "view_b": vb.to_dict(),
                 "headline": _keyed_json(head, "metric", pc.name_a, pc.name_b),

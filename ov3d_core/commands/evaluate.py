@@ -129,28 +129,31 @@ class _StepBars:
         self.bars.clear()
 
 
-def _fmt(v) -> str:
-    return "   nan" if v is None else f"{v:6.2f}"
+def _fmt(v, key: str = "AP3D") -> str:
+    """One number of the table in the README's units, as in the JSON, the report and the app: AP-like numbers in
+    percent with 2 decimals, ``recall3D@15`` (a fraction) with 3."""
+    if v is None:
+        return "   nan"
+    return f"{v:6.3f}" if key == RECALL_KEY else f"{v:6.2f}"
 
 
-def _interval(c: dict | None, scale: float = 1.0) -> str:
+def _interval(c: dict | None, key: str = "AP3D") -> str:
     if c is None:
         return ""
-    lo, hi = (None if x is None else scale * x for x in (c["lo"], c["hi"]))
-    return f" [{_fmt(lo).strip()}, {_fmt(hi).strip()}]"
+    return f" [{_fmt(c['lo'], key).strip()}, {_fmt(c['hi'], key).strip()}]"
 
 
 def _table(title: str, block: dict) -> str:
     head = f"{title}\n" + " ".join(f"{k:>11}" for k in SUMMARY_KEYS)
-    vals = [block[k] if k != RECALL_KEY or block[k] is None else 100 * block[k] for k in SUMMARY_KEYS]
-    row = " ".join(f"{_fmt(v):>11}" for v in vals)
-    lines = [head, row + f"   ({RECALL_KEY} in percent here; a fraction in the JSON)"]
+    vals = [block[k] for k in SUMMARY_KEYS]
+    row = " ".join(f"{_fmt(v, k):>11}" for k, v in zip(SUMMARY_KEYS, vals))
+    lines = [head, row + f"   (AP in percent; {RECALL_KEY} a fraction)"]
     ci, ci_cat = block.get("ci"), block.get("ci_per_category") or {}
     if ci:
         c0 = next(iter(ci.values()))
         lines.append(f"  {100 * c0['level']:g}% intervals ({c0['method']}, {c0['n_resamples']} image resamples, "
                      f"seed {c0['seed']}):")
-        lines += [f"    {k:<12} {_fmt(v).strip():>6}{_interval(ci.get(k), 100 if k == RECALL_KEY else 1)}"
+        lines += [f"    {k:<12} {_fmt(v, k).strip():>6}{_interval(ci.get(k), k)}"
                   for k, v in zip(SUMMARY_KEYS, vals) if k in ci]
     lines += [f"  {name:<24} AP3D {_fmt(c['AP3D'])}{_interval(ci_cat.get(name))}  n_gt {c['n_gt']:>6}  "
               f"n_pred {c['n_pred']:>7}" for name, c in block["per_category"].items()]

@@ -62,8 +62,8 @@ def test_evaluate_ci_equals_analysis_bootstrap(config, bench, tmp_path, capsys, 
     lo, hi = res["runs"]["run_in"]["indoor_a"]["ci"]["AP3D"]["lo"], res["runs"]["run_in"]["indoor_a"]["ci"]["AP3D"]["hi"]
     assert f"{100 * level:g}% intervals ({method}, {B} image resamples, seed {seed})" in out
     assert f"[{lo:.2f}, {hi:.2f}]" in out
-    rec = res["runs"]["run_in"]["indoor_a"]["ci"]["recall3D@15"]  # a fraction in the JSON, percent in the table
-    assert f"[{100 * rec['lo']:.2f}, {100 * rec['hi']:.2f}]" in out
+    rec = res["runs"]["run_in"]["indoor_a"]["ci"]["recall3D@15"]  # a fraction in the JSON and in the table (issue 25)
+    assert f"[{rec['lo']:.3f}, {rec['hi']:.3f}]" in out
 
 
 def test_evaluate_without_ci_has_no_intervals(config, tmp_path):
