@@ -8,9 +8,10 @@ once from a seed; every run scored on those images reuses the same matrix, which
 **Re-scoring.** Matching (Omni3D greedy per image and category, class-agnostic recall, ODS centre-distance
 matching) is per image, so it does not change under resampling: an image drawn w times is w identical copies.
 The accumulation then only needs weights: cumulative TP / FP over the fixed global score order with each detection
-counted w times, and positives counted w times (``ov3d_core.eval.matching.accumulate_weighted``; with integer
-weights it equals the evaluator run on the physically replicated images, to the last bit, tested). All resamples
-run in one numba kernel, parallel over resamples (:func:`ov3d_core.eval.matching.accumulate_resamples`).
+counted w times, and positives counted w times (:func:`ov3d_core.diagnostics.bootstrap_kernel.accumulate_weighted`;
+with integer weights it equals the evaluator run on the physically replicated images, to the last bit, tested). All
+resamples run in one numba kernel, parallel over resamples
+(:func:`ov3d_core.diagnostics.bootstrap_kernel.accumulate_resamples`).
 
 **Numbers.** AP3D, AP3D@15/25/50, AP3D-N/M/F (``params.summary_spec``), per-category AP3D, class-agnostic
 recall3D@15 (weighted matched / weighted GT) and, on request, ODS / ODS_canonical (3D-MOOD / WildDet3D). A number
@@ -63,8 +64,9 @@ from scipy import stats
 
 from ov3d_core.eval.ap import APInputs, APParams, FixedMatching, fixed_matching
 from ov3d_core.eval.labels import _readonly
-from ov3d_core.eval.matching import (STATE_FP, STATE_IGNORED, STATE_TP, accumulate_resamples, accumulate_weighted,
-                                     stable_bucket)
+from ov3d_core.diagnostics.bootstrap_kernel import Streams
+from ov3d_core.eval.matching import STATE_FP, STATE_IGNORED, STATE_TP
+from ov3d_core.eval.ordering import stable_bucket
 
 __all__ = ["ImageResamples", "BootstrapResult", "PairedComparison", "weighted_ap", "bootstrap_matching",
            "bootstrap_recall", "bootstrap_ods", "weighted_ods", "bootstrap_score", "paired_comparison", "leaderboard",
@@ -161,32 +163,6 @@ class ImageResamples:
 
 
 # ---------------------------------------------------------------------------------------------------- streams
-@dataclass(frozen=True, eq=False)
-class _Streams:
-    """Inputs of the weighted accumulation kernels (see ``ov3d_core.eval.matching``): segment items in score order,
-    their outcome rows and errors, and the positives (segment, dense image)."""
-
-    seg_ptr: np.ndarray
-    it_img: np.ndarray
-    it_row: np.ndarray
-    it_tie: np.ndarray
-    st: np.ndarray
-    err: np.ndarray
-    gt_seg: np.ndarray
-    gt_img: np.ndarray
-    n_images: int
-
-    def full(self, w: np.ndarray, rec_thrs: np.ndarray):
-        w = np.ascontiguousarray(w, np.int64)
-        return accumulate_weighted(self.seg_ptr, self.it_img, self.it_row, self.it_tie, self.st, self.err,
-                                   self.gt_seg, self.gt_img, w.astype(np.float64), rec_thrs)
-
-    def resampled(self, weights: np.ndarray, rec_thrs: np.ndarray, block: int = 32):
-        return accumulate_resamples(self.seg_ptr, self.it_img, self.it_row, self.it_tie, self.st, self.err,
-                                    self.gt_seg, self.gt_img, np.ascontiguousarray(weights, np.int32), rec_thrs,
-                                    int(block))
-
-
 def _tie_flags(seg: np.ndarray, img: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Item q continues the tie block of item q-1: same segment, image and score."""
     tie = np.zeros(len(seg), bool)
@@ -195,7 +171,7 @@ def _tie_flags(seg: np.ndarray, img: np.ndarray, score: np.ndarray) -> np.ndarra
     return tie
 
 
-def _streams(seg, img, score, outcome, err, n_seg, gt_seg, gt_img, n_images, keep_neutral: bool) -> _Streams:
+def _streams(seg, img, score, outcome, err, n_seg, gt_seg, gt_img, keep_neutral: bool) -> Streams:
     """Streams from candidate items in score order (segment, dense image, score) with outcomes ``(n, T)`` and
     errors ``(n, T, E)``.
 
@@ -216,13 +192,12 @@ def _streams(seg, img, score, outcome, err, n_seg, gt_seg, gt_img, n_images, kee
     seg_i = seg[idx]
     seg_ptr = np.zeros(n_seg + 1, np.int64)
     np.cumsum(np.bincount(seg_i, minlength=n_seg)[:n_seg], out=seg_ptr[1:])
-    return _Streams(seg_ptr=seg_ptr, it_img=np.ascontiguousarray(img[idx], np.int64), it_row=row,
-                    it_tie=_tie_flags(seg_i, img[idx], score[idx]), st=st, err=er,
-                    gt_seg=np.ascontiguousarray(gt_seg, np.int64), gt_img=np.ascontiguousarray(gt_img, np.int64),
-                    n_images=int(n_images))
+    return Streams(seg_ptr=seg_ptr, it_img=np.ascontiguousarray(img[idx], np.int64), it_row=row,
+                   it_tie=_tie_flags(seg_i, img[idx], score[idx]), st=st, err=er,
+                   gt_seg=np.ascontiguousarray(gt_seg, np.int64), gt_img=np.ascontiguousarray(gt_img, np.int64))
 
 
-def _ap_streams(fm: FixedMatching) -> _Streams:
+def _ap_streams(fm: FixedMatching) -> Streams:
     """One segment per (category, range): s = k * A + a."""
     A, T = fm.gt_ignore_r.shape[0], len(fm.params.iou_thresholds)
     n_acc = len(fm.acc_order)
@@ -241,7 +216,7 @@ def _ap_streams(fm: FixedMatching) -> _Streams:
         gt_seg.append(fm.gt_label[g] * A + a)
         gt_img.append(fm.gt_image[g])
     return _streams(seg, img, score, outcome.reshape(n_acc * A, T), np.zeros((n_acc * A, T, 0)),
-                    fm.n_categories * A, np.concatenate(gt_seg), np.concatenate(gt_img), fm.n_images, False)
+                    fm.n_categories * A, np.concatenate(gt_seg), np.concatenate(gt_img), False)
 
 
 def weighted_ap(fm: FixedMatching, image_weights) -> tuple[np.ndarray, np.ndarray]:
@@ -439,7 +414,7 @@ def _ods_streams(gt, pred, view, result, gt_label, gt_ignore):
     gz = gt.center[:, 2]
     g = np.flatnonzero((gt_label >= 0) & ~(gt_ignore | (gz < lo) | (gz > hi)))
     s = _streams(lab, pi[order], view.score[order], outcome, np.ascontiguousarray(err), K,
-                 gt_label[g], gi[g], len(keys), True)
+                 gt_label[g], gi[g], True)
     return s, keys
 
 

@@ -57,7 +57,7 @@ def pose_errors(pred_center, pred_dims, pred_R, gt_center, gt_dims, gt_R) -> dic
 def _score_order(score: np.ndarray, image: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Rows in ``mask`` by (score desc, image, row): two stable sorts, by image then by descending score (the AP's
     radix sort: 0.1 s at 2M rows, where a ``lexsort`` took 0.9 s)."""
-    from ov3d_core.eval.matching import argsort_desc_stable
+    from ov3d_core.eval.ordering import argsort_desc_stable
 
     rows = np.flatnonzero(mask)
     return argsort_desc_stable(score, rows[np.argsort(image[rows], kind="stable")])

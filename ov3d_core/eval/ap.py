@@ -5,7 +5,7 @@ Stages (each pure):
 1. order: detections sorted by (-score, image, tie-break) once (stable radix sort), truncated to ``max_dets`` per
    (image, category), and bucketed by category for accumulation;
 2. match: :func:`ov3d_core.eval.matching.coco_greedy_match` (numba) for all thresholds and ranges;
-3. accumulate: :func:`ov3d_core.eval.matching.accumulate_precision` (numba): cumulative TP/FP, precision envelope,
+3. accumulate: :func:`ov3d_core.eval.accumulation.accumulate_precision` (numba): cumulative TP/FP, precision envelope,
    101-point sampling.
 
 The semantics are those of Omni3D's ``Omni3Deval`` (reference/omni3d_protocol.md §3), with 2D IoU and
@@ -25,18 +25,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ov3d_core.eval.matching import (
-    STATE_IGNORED,
-    accumulate_precision,
-    argsort_desc_stable,
-    bucket_rows,
-    candidate_csr,
-    coco_greedy_match,
-    ignore_records,
-    stable_bucket,
-    truncate_per_group,
-    unmatched_outcome,
-)
+from ov3d_core.eval.accumulation import accumulate_precision
+from ov3d_core.eval.matching import STATE_IGNORED, candidate_csr, coco_greedy_match, ignore_records, unmatched_outcome
+from ov3d_core.eval.ordering import argsort_desc_stable, bucket_rows, stable_bucket, truncate_per_group
 from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.digest import content_key
 from ov3d_core.memo import Memo

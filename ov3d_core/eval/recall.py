@@ -8,11 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ov3d_core.eval.constants import RECALL_IOU
-from ov3d_core.eval.matching import (
-    argsort_desc_stable,
-    greedy_one_to_one,
-    pairs_by_pred,
-)
+from ov3d_core.eval.matching import greedy_one_to_one
+from ov3d_core.eval.ordering import argsort_desc_stable, pairs_by_pred
 from ov3d_core.digest import content_key
 from ov3d_core.memo import Memo
 from ov3d_core.eval.results import RecallResult

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ov3d_core.eval import matching, threads
+from ov3d_core.eval import threads
 from ov3d_core.eval.ap import APParams, evaluate_ap
-from ov3d_core.eval.matching import bucket_rows, stable_bucket
+from ov3d_core.eval.ordering import bucket_rows, stable_bucket
 from tests.eval.reference_omni3d import reference_ap
 from tests.eval.test_ap_reference import nan_to_minus1, random_case, to_arrays
 
@@ -18,13 +18,13 @@ def split_everything(monkeypatch):
     """Spans from the first item on, and a record of how many spans each threaded call ran."""
     monkeypatch.setattr(threads, "MIN_SPAN_WORK", 1)
     seen: list[int] = []
-    real = matching.run_spans
+    real = threads.run_spans
 
     def spy(fn, spans):
         seen.append(len(spans))
         return real(fn, spans)
 
-    monkeypatch.setattr(matching, "run_spans", spy)
+    monkeypatch.setattr(threads, "run_spans", spy)
     return seen
 
 
