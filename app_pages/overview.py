@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, selection, ui
+from ov3d_core.analysis import RemapSpec
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import AP_KEYS, SUMMARY_KEYS
 from ov3d_core.viz import bars
@@ -292,22 +293,25 @@ with ui.guard("The three-axis breakdown"):
     spec = cache.encoder_spec()
     enc_name = "the demo stand-in encoder" if spec == "proxy" else spec
     with_prompts = st.toggle("Prompt robustness", key="axes_prompts",
-                             help=f"Remap every run that can be remapped ({enc_name}) under the 15 preset templates "
-                                  "on every dataset: 1 − mean CV of mAP3D. The same numbers `ov3d report --encoder` "
-                                  "writes.")
-    if with_prompts:
+                             help=f"1 − mean CV of mAP3D under the 15 preset templates on every dataset: "
+                                  f"prompt-conditioned runs from their per-template files, closed-vocabulary runs "
+                                  f"remapped ({enc_name}) as X*. The same numbers `ov3d report --encoder` writes.")
+    with_star = ui.remapped_runs_toggle(spec, key="axes_star")
+    if with_prompts or with_star:
         cache.check_encoder(spec)  # a checkpoint that is not on disk: a message at once, no download attempt
-    cv = A.prompt_cv(ctx.view(), spec) if with_prompts else None
-    tr = A.transfer(ctx.view(), prompt_cv=cv)
+    star = RemapSpec(encoder=spec) if with_star else None
+    cv = A.prompt_cv(ctx.view(), star) if with_prompts else None  # X* measured only where it is listed
+    tr = A.transfer(ctx.view(), prompt_cv=cv, remap=star)
     st.caption("Geometry: mean 3D class-agnostic recall; semantics: mean mAP3D; domain: out-of-domain / in-domain "
                "mAP3D ratio within one environment (needs `trained_on` in the config); prompt robustness: 1 − the "
-               "mean CV of mAP3D over the 15 preset templates (toggle it on; runs that cannot be remapped show —). "
+               "mean CV of mAP3D over the 15 preset templates (toggle it on): a prompt-conditioned run's own "
+               "per-template files, a closed-vocabulary run remapped (X*); other runs show —. "
                "No axis predicts another.")
     axes = {"geometric": "Geometry: recall3D@15", "semantic": "Semantics: mAP3D",
             "cross_domain_ratio": "Domain: out / in mAP3D"}
     if with_prompts:
         axes["prompt_robustness"] = "Prompts: 1 − CV"
-    fig = cache.shared(("three_axis", ctx.cfg_key, ctx.view(), spec if with_prompts else None),
+    fig = cache.shared(("three_axis", ctx.cfg_key, ctx.view(), spec if with_prompts else None, star),
                        lambda: bars.three_axis_chart(tr["three_axis"], axes))
     ui.plot(fig, "three_axis", export_name="three_axis")
     st.dataframe(tr["three_axis"], hide_index=True, placeholder=MISSING,

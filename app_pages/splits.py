@@ -8,6 +8,7 @@ import streamlit as st
 
 from ov3d_app.drawing import MISSING
 from ov3d_app import cache, ui
+from ov3d_core.analysis import RemapSpec
 from ov3d_core.viz import bars
 
 ui.page_header("Class splits and domain transfer", "Base/novel protocols report AP on a chosen handful of classes. "
@@ -55,7 +56,11 @@ with ui.guard("Class-split sensitivity"):
 with ui.guard("Domain transfer"):
     st.subheader("Domain transfer")
     A = cache.analysis(ctx.cfg_key)
-    tr = A.transfer(ctx.view())
+    spec = cache.encoder_spec()
+    star = RemapSpec(encoder=spec) if ui.remapped_runs_toggle(spec, key="transfer_star") else None
+    if star is not None:
+        cache.check_encoder(spec)  # a checkpoint that is not on disk: a message at once, no download attempt
+    tr = A.transfer(ctx.view(), remap=star)
     if not any(A.trained_on().values()):
         st.info("No run in this benchmark config says which datasets it was trained on (`trained_on:`), so every "
                 "run counts as out-of-domain and no in/out comparison exists. The table lists what was scored.")

@@ -471,3 +471,13 @@ def fmt_table(df, percent: tuple[str, ...] = (), fraction: tuple[str, ...] = ())
         if c in df.columns:
             cfg[c] = st.column_config.NumberColumn(c, format="%.3f")
     return cfg
+
+
+def remapped_runs_toggle(encoder: str, key: str) -> bool:
+    """The "Remapped runs (X*)" toggle of the pages that list runs across datasets: closed-vocabulary runs take part
+    remapped too (the paper's Cube R-CNN*). On by default with the demo's stand-in encoder (its crops are captions:
+    remapping costs a fraction of a second); off for a real checkpoint, whose first remap encodes every crop."""
+    return st.toggle("Remapped runs (X*)", value=encoder == "proxy", key=key,
+                     help=f"Beside each closed-vocabulary run X (`closed_vocabulary:` in the config), its remap with "
+                          f"{'the demo stand-in encoder' if encoder == 'proxy' else encoder} under the default "
+                          f"template S1 at the encoder's θ, as X*: the run the paper reports (Cube R-CNN*).")

@@ -466,8 +466,9 @@ def class_split_table(a: Analysis, views: Sequence[View], options: ReportOptions
 
 
 def transfer_tables(a: Analysis, options: ReportOptions, prompt_cv=None) -> dict[str, pd.DataFrame]:
-    """Tables 4/5 and Fig. 5 (:meth:`Analysis.transfer`)."""
-    return a.transfer(options.view(a.datasets[0]), prompt_cv=prompt_cv)
+    """Tables 4/5 and Fig. 5 (:meth:`Analysis.transfer`): with an encoder, the closed-vocabulary runs take part
+    remapped too (``X*``)."""
+    return a.transfer(options.view(a.datasets[0]), prompt_cv=prompt_cv, remap=options.remap_spec())
 
 
 def tide_tables(a: Analysis, views: Sequence[View], options: ReportOptions, *, n_examples: int = 20
@@ -723,8 +724,9 @@ def _notes(a: Analysis, tables: dict, options: ReportOptions) -> list[str]:
     else:
         missing = [r for r in axes["run"] if r not in cvs]
         if missing:
-            notes.append(f"Prompt robustness is NaN for runs that cannot be remapped with {options.encoder}: "
-                         f"{', '.join(missing)}.")
+            notes.append("Prompt robustness is NaN for runs with no prompt response of their own to measure (neither "
+                         "per-template prediction files nor a closed-vocabulary run remapped as X* with "
+                         f"{options.encoder}): {', '.join(missing)}.")
         if options.encoder == "proxy":
             notes.append("The prompt tables use the demo's stand-in encoder (sentence embeddings of crop captions), "
                          "not an image encoder: they exercise the pipeline, they say nothing about SigLIP.")

@@ -22,6 +22,7 @@ from ov3d_core.compile_notice import announce_compiles
 from ov3d_core.errors import InputError
 from ov3d_core.io.config import config_from_files
 from ov3d_core.memo import Memo
+from ov3d_core.ontology import resolve_ontology
 from ov3d_core.scorecache import ScoreCache
 
 __all__ = ["Analysis"]
@@ -87,6 +88,11 @@ class Analysis(Recipe, Tables, Diagnostics, Prompts, Stats):
         if run is None and self.runs(dataset):
             run = self.runs(dataset)[0]
         return View(dataset=dataset, run=run, **kw)
+
+    def ontology(self):
+        """The super-category ontology of the config (``ontology:``; the paper's nine, ``ov3d-bench``, by default):
+        what the super-category confusion, the semantic tree cost and FG-OVD's ontology tiers project onto."""
+        return resolve_ontology(self.benchmark.config.ontology)
 
     @property
     def name(self) -> str:

@@ -1,6 +1,7 @@
 """The paper's diagnostics and those beyond it, composed for a view: confusion (fine, super-category, pooled over
-views, per class), the protocol comparison, class splits, 3D TIDE, monocular oracles, centre-distance AP / ODS and
-semantic-distance-weighted confusion."""
+views, per class), the protocol comparison, class splits, 3D TIDE, monocular oracles, centre-distance AP / ODS,
+semantic-distance-weighted confusion, AP against the IoU threshold and by object size (Pro-Bench Fig. 3, FG-OVD
+Tables 4-5), class-agnostic NMS (FG-OVD) and recall under greedy and Hungarian assignment."""
 
 from __future__ import annotations
 
@@ -13,14 +14,25 @@ from ov3d_core.analysis.view import View, score_key, view_error
 from ov3d_core.diagnostics import confusion as conf
 from ov3d_core.diagnostics.confusion_stats import class_confusion_table, confusion_summary_row, pooled_super_confusion
 from ov3d_core.diagnostics.distance import evaluate_distance_view
+from ov3d_core.diagnostics.fgovd import class_agnostic_nms
+from ov3d_core.diagnostics.iou_curve import ap_vs_iou_from_view, iou_summary_table
 from ov3d_core.diagnostics.oracles import monocular_oracles_view
 from ov3d_core.diagnostics.protocol_comparison import compare_protocols_boxes
 from ov3d_core.diagnostics.semantic import embedding_cost, semantic_confusion_cost, tree_cost
+from ov3d_core.diagnostics.sizes import ap_by_size_from_view
 from ov3d_core.diagnostics.splits import class_split_sensitivity
 from ov3d_core.diagnostics.tide import tide_3d_view
-from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU
+from ov3d_core.eval.constants import CONFUSION_IOU, CROSS_CLASS_IOU, RECALL_IOU
+from ov3d_core.eval.recall import recall_for_view
+from ov3d_core.eval.scoring import score_view
 
-__all__ = ["Diagnostics", "POOLED"]
+__all__ = ["Diagnostics", "POOLED", "RECALL_METHODS", "NMS_IOU"]
+
+#: Class-agnostic assignments of the 3D recall (``Analysis.recall_methods``).
+RECALL_METHODS = ("greedy", "hungarian")
+
+#: FG-OVD's class-agnostic NMS threshold (suppress a box whose IoU with a higher-scoring one exceeds it).
+NMS_IOU = 0.5
 
 #: The run and dataset names of the row pooled over every view (``Analysis.confusion_summary``).
 POOLED = "(all)"
@@ -45,7 +57,7 @@ class Diagnostics:
         if level == "fine":
             return cm
         return self._memoised("confusion_super", (score_key(view), float(iou), include_missed),
-                              lambda: conf.super_category_confusion(cm))
+                              lambda: conf.super_category_confusion(cm, self.ontology()))
 
     def confusion_classes(self, view: View, *, iou: float = CONFUSION_IOU) -> pd.DataFrame:
         """Per GT class of the fine confusion matrix: matched, correctly labelled, missed, the diagonal fraction and
@@ -62,7 +74,7 @@ class Diagnostics:
         views = tuple(views)
 
         def compute():
-            supers = list(conf.super_category_names())
+            supers = list(conf.super_category_names(self.ontology()))
             rows, parts = [], []
             for v in views:
                 cm, sup = self.confusion(v, iou=iou), self.confusion(v, level="super", iou=iou)
@@ -164,9 +176,89 @@ class Diagnostics:
         cm = self.confusion(view, iou=iou)
         names = list(cm.class_names)
         if cost == "tree":
-            c = tree_cost(names)
+            c = tree_cost(names, self.ontology())
         elif cost == "embedding":
             c = embedding_cost(self.class_text_embeddings(view))
         else:
             raise view_error("cost", "'tree' or 'embedding'", cost)
         return semantic_confusion_cost(cm.counts, c, names)
+
+    # ---------------------------------------------------------------- thresholds, sizes, NMS, assignment
+    def ap_vs_iou(self, view: View, *, iou: str = "3d"):
+        """AP against the IoU threshold (Pro-Bench Fig. 3; ``diagnostics.iou_curve``): an ``IoUCurve`` over 0.05-0.95
+        in 3D (``iou="3d"``) or 2D, with mAP@.5 / .75 / .5:.95 and the share of mAP@.5 retained."""
+        if iou not in ("3d", "2d"):
+            raise view_error("iou", "'3d' or '2d'", iou)
+
+        def compute():
+            c = self.context(view)
+            return ap_vs_iou_from_view(c.gt, c.pred, c.pairs, c.labels, iou=iou, proximity=c.proximity)
+
+        return self._memoised("ap_vs_iou", (score_key(view), iou), compute)
+
+    def iou_summary(self, views: Sequence[View]) -> pd.DataFrame:
+        """Pro-Bench's Table II localisation columns, one row per (view, IoU kind): ``run``, ``dataset``, ``iou``,
+        ``mAP@.5``, ``mAP@.75``, ``mAP@.5:.95``, ``mAP@.05:.5`` (percent), ``retained`` (fraction)."""
+        parts = []
+        for v in views:
+            t = iou_summary_table({v.run: [self.ap_vs_iou(v, iou="3d"), self.ap_vs_iou(v, iou="2d")]})
+            parts.append(t.rename(columns={"name": "run"}).assign(dataset=v.dataset))
+        cols = ["run", "dataset", "iou", "mAP@.5", "mAP@.75", "mAP@.5:.95", "mAP@.05:.5", "retained"]
+        return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+    def ap_by_size(self, view: View, *, iou: str = "3d"):
+        """AP by object size, COCO's small / medium / large bins of the projected 2D box area (FG-OVD Tables 4-5;
+        ``diagnostics.sizes``): a ``SizeAP`` for AP3D (``iou="3d"``) or AP2D."""
+        if iou not in ("3d", "2d"):
+            raise view_error("iou", "'3d' or '2d'", iou)
+
+        def compute():
+            c = self.context(view)
+            return ap_by_size_from_view(c.gt, c.pred, c.pairs, c.labels, iou=iou, proximity=c.proximity)
+
+        return self._memoised("ap_by_size", (score_key(view), iou), compute)
+
+    def nms_keep(self, view: View, *, iou_threshold: float = NMS_IOU, mode: str = "3d") -> np.ndarray:
+        """FG-OVD's class-agnostic NMS over the view's evaluated predictions: per image, label-blind greedy NMS in
+        score order (suppress IoU > ``iou_threshold``, 3D or 2D IoU); the keep mask over the run's rows."""
+        if mode not in ("3d", "2d"):
+            raise view_error("mode", "'3d' or '2d'", mode)
+
+        def compute():
+            c = self.context(view)
+            lv = c.labels
+            return class_agnostic_nms(c.pred.image_id, lv.score, corners=c.pred.corners, box2d=c.pred.box2d,
+                                      iou_threshold=float(iou_threshold), mode=mode, keep=lv.evaluated)
+
+        return self._memoised("nms_keep", (score_key(view), float(iou_threshold), mode), compute)
+
+    def nms_summary(self, view: View, *, iou_threshold: float = NMS_IOU, mode: str = "3d") -> dict[str, float]:
+        """The view's summary (AP3D and its slices, recall3D@15) after class-agnostic NMS (:meth:`nms_keep`), and
+        ``n_suppressed``: how many evaluated predictions the NMS removed."""
+        def compute():
+            c = self.context(view)
+            keep = self.nms_keep(view, iou_threshold=iou_threshold, mode=mode)
+            lv = c.labels.with_keep(c.labels.keep & keep)
+            sc = score_view(c.dataset, c.run, c.pairs, lv, protocol=view.protocol)
+            return {**sc.summary, "n_suppressed": int(np.count_nonzero(c.labels.evaluated & ~keep))}
+
+        return self._memoised("nms_summary", (score_key(view), float(iou_threshold), mode), compute)
+
+    def recall_methods(self, view: View, *, iou: float = RECALL_IOU) -> pd.DataFrame:
+        """3D class-agnostic recall at ``iou`` under both one-to-one assignments (``eval.recall``): greedy in score
+        order (the paper's, Omni3D-style) and Hungarian (maximum total IoU). One row per method: ``method``,
+        ``recall`` (fraction), ``n_matched``, ``n_gt``, ``mean_iou`` (of the matched pairs)."""
+        def compute():
+            c = self.context(view)
+            lv = c.labels
+            gl = self.score(view).gt_label
+            rows = []
+            for method in RECALL_METHODS:
+                r = recall_for_view(c.gt, c.pairs, lv.filtered(lv.label >= 0), gt_mask=gl >= 0,
+                                    iou_threshold=float(iou), method=method)
+                m = r.matched_iou[r.matched_pred >= 0]
+                rows.append({"method": method, "recall": r.recall, "n_matched": int(r.n_matched),
+                             "n_gt": int(r.n_gt), "mean_iou": float(m.mean()) if m.size else float("nan")})
+            return pd.DataFrame(rows, columns=["method", "recall", "n_matched", "n_gt", "mean_iou"])
+
+        return self._memoised("recall_methods", (score_key(view), float(iou)), compute)

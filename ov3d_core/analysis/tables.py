@@ -10,8 +10,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ov3d_core.analysis.view import LEADERBOARD_COLUMNS, View, score_key
+from ov3d_core.analysis.view import LEADERBOARD_COLUMNS, RemapSpec, View, score_key
 from ov3d_core.diagnostics import box_errors
+from ov3d_core.diagnostics.runtime import MeasuredStage, accuracy_latency, runtime_table
 from ov3d_core.diagnostics.transfer import domain_transfer, three_axis_breakdown
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import RECALL_KEY, SUMMARY_KEYS
@@ -20,6 +21,7 @@ from ov3d_core.eval.labels import encode_names
 from ov3d_core.eval.scoring import score_pooled
 from ov3d_core.eval.threads import kernel_threads
 from ov3d_core.io import loadcache
+from ov3d_core.remap.cache import EmbeddingStore
 from ov3d_core.scorecache import decode_frame, encode_frame, encode_row
 from ov3d_core.taxonomy import SUBSET_PRESETS, omni3d_preset_for
 
@@ -89,22 +91,49 @@ class Tables:
 
         return self._memoised("out_of_vocabulary", (view.dataset, run, view.template, view.subset), compute)
 
-    def leaderboard(self, view: View, datasets: Sequence[str] | None = None) -> pd.DataFrame:
+    def leaderboard(self, view: View, datasets: Sequence[str] | None = None, *,
+                    remap: RemapSpec | None = None) -> pd.DataFrame:
         """One row per (dataset, run) of ``datasets`` (default: ``view.dataset``; ``"all"`` / every dataset with
-        ``datasets=self.datasets``), scored under ``view``'s protocol, threshold and class subset (no remapping).
+        ``datasets=self.datasets``), scored under ``view``'s protocol, threshold, class subset, template and image
+        subset. Runs take part with their own labels; with ``remap``, each closed-vocabulary run is followed by its
+        remapped twin ``X*`` (:meth:`run_views`).
 
         Columns: dataset, run, environment, in_domain, protocol, n_images, n_gt, n_pred, n_out_of_vocabulary, then
         :data:`SUMMARY_KEYS`. Runs whose files fail to load are left out (see :meth:`failures`)."""
         names = [view.dataset] if datasets is None else list(datasets)
         rows = []
-        for ds_name in names:
-            for run in self.runs(ds_name):
-                v = view.with_(dataset=ds_name, run=run, remap=None)
-                try:
-                    rows.append(self.leaderboard_row(v))
-                except InputError:
-                    continue
+        for v in self.run_views(view, names, remap=remap):
+            try:
+                rows.append(self.leaderboard_row(v))
+            except InputError:
+                continue
         return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+
+    def remapped_runs(self, dataset: str, remap: RemapSpec | None) -> list[str]:
+        """The runs that take part remapped (the paper's Cube R-CNN*, OVM3D-Det*): the closed-vocabulary runs of the
+        config (``closed_vocabulary``) that ``remap``'s encoder can remap (none without ``remap``)."""
+        if remap is None:
+            return []
+        ok = set(self.remappable_runs(dataset, remap.encoder))
+        return [r for r in self.runs(dataset)
+                if r in ok and self.benchmark.run_spec(r, dataset).closed_vocabulary is not None]
+
+    def run_views(self, view: View, datasets: Sequence[str] | None = None, *,
+                  remap: RemapSpec | None = None) -> list[View]:
+        """Every run of ``datasets`` (default ``view.dataset``) as a view with ``view``'s settings and its own labels,
+        each run of :meth:`remapped_runs` followed by its remapped twin (``view.with_(remap=remap)``, named ``X*``):
+        the runs of every table that lists runs (leaderboard, transfer, three axes)."""
+        out = []
+        for ds_name in ([view.dataset] if datasets is None else list(datasets)):
+            if view.subset is not None:
+                self.benchmark.image_subset(ds_name, view.subset)  # an InputError where the dataset has no such subset
+            star = set(self.remapped_runs(ds_name, remap))
+            for run in self.runs(ds_name):
+                base = view.with_(dataset=ds_name, run=run, remap=None, template=None)
+                out.append(base)
+                if run in star:
+                    out.append(base.with_(remap=remap))
+        return out
 
     def leaderboard_row(self, view: View) -> dict:
         """One leaderboard row (see :meth:`leaderboard`)."""
@@ -235,19 +264,23 @@ class Tables:
             out.setdefault(spec.name, set()).update(spec.trained_on)
         return {k: sorted(v) for k, v in out.items()}
 
-    def transfer(self, view: View, *, prompt_cv: Mapping[str, float] | None = None) -> dict[str, pd.DataFrame]:
+    def transfer(self, view: View, *, prompt_cv: Mapping[str, float] | None = None,
+                 remap: RemapSpec | None = None) -> dict[str, pd.DataFrame]:
         """Domain transfer (Tables 4/5) and the three-axis breakdown (Fig. 5) over every (run, dataset), under
         ``view``'s protocol and threshold: ``{"transfer", "transfer_per_run", "transfer_pairs", "three_axis"}``.
-        ``prompt_cv`` (run -> CV over the 15 preset templates) fills the prompt-robustness column; without it the
-        column is NaN (never invented)."""
+        With ``remap``, the closed-vocabulary runs take part remapped too, as ``X*`` beside ``X`` (the paper's
+        Cube R-CNN*; :meth:`run_views`), in-domain where ``X`` is. ``prompt_cv`` (row name -> CV over the templates,
+        :meth:`prompt_cv`) fills the prompt-robustness column; without it the column is NaN (never invented)."""
         cv = tuple(sorted((prompt_cv or {}).items()))
 
         def compute():
-            lb = self.leaderboard(view.with_(remap=None), datasets=self.datasets)
+            lb = self.leaderboard(view.with_(remap=None, template=None), datasets=self.datasets, remap=remap)
             results = pd.DataFrame({"run": lb["run"], "dataset": lb["dataset"], "map3d": lb["AP3D"],
                                     "recall": lb[RECALL_KEY]})
             envs = {d: self.environment(d) for d in self.datasets}
-            tt = domain_transfer(results, self.trained_on(), envs)
+            trained = self.trained_on()
+            trained.update({f"{r}*": trained[r] for r in list(trained) if f"{r}*" in set(lb["run"])})
+            tt = domain_transfer(results, trained, envs)
             axes = three_axis_breakdown(tt, dict(cv) or None)
             table = axes.to_frame()
             ranks = axes.ranks().set_index("run")
@@ -256,7 +289,28 @@ class Tables:
             return {"transfer": tt.table, "transfer_per_run": tt.per_run, "transfer_pairs": tt.pairs,
                     "three_axis": table}
 
-        return self._memoised("transfer", (view.protocol, view.min_score, view.classes, cv), compute)
+        return self._memoised("transfer", (view.protocol, view.min_score, view.classes, view.subset, cv, remap),
+                              compute)
+
+    def runtime(self, dataset: str, *, remap: RemapSpec | None = None) -> pd.DataFrame:
+        """Table 10 on ``dataset`` (``diagnostics.runtime``): each run's declared ms per image by stage (its
+        ``runtime:`` entry), and with ``remap`` each remapped run ``X*`` (:meth:`remapped_runs`) as the semantic stage
+        ``ov3d embed`` measured for it (the encoder timing kept with its crop embeddings; NaN with a note when it was
+        not embedded with timing) plus ``X``'s declared geometry stage."""
+        declared = {r: self.benchmark.run_spec(r, dataset).runtime for r in self.runs(dataset)}
+        star = self.remapped_runs(dataset, remap)
+        measured = {}
+        if star:
+            key = self.encoder(remap.encoder).cache_key
+            store = EmbeddingStore(self.embedding_dir)
+            measured = {f"{r}*": MeasuredStage.from_timing(store.timing(dataset, r, key)) for r in star}
+        return runtime_table(declared, measured, {f"{r}*": r for r in star})
+
+    def accuracy_latency(self, view: View, *, remap: RemapSpec | None = None) -> pd.DataFrame:
+        """The accuracy-latency scatter on ``view.dataset``: each run's mAP3D (:meth:`leaderboard`, with the remapped
+        runs when ``remap`` is given) against its total ms per image (:meth:`runtime`); a run without both says why."""
+        lb = self.leaderboard(view, remap=remap)
+        return accuracy_latency(self.runtime(view.dataset, remap=remap), lb[["run", "AP3D"]])
 
     def pred_details(self, view: View, image_id: int | None = None) -> pd.DataFrame:
         """Per prediction: status at ``view.iou``, score ranks, the reference GT (matched, else best 3D overlap) and

@@ -200,11 +200,13 @@ def test_pages_on_a_user_benchmark_config(mini_config, page):
 
 
 def test_prompt_robustness_toggle_fills_the_three_axis_table(tiny_demo):
-    """Off: no prompt number is invented (NaN). On: 1 - the mean CV over datasets of the runs that can be remapped,
-    the same CV the prompt lab shows for one (run, dataset)."""
-    at = app("app_pages/prompt_lab.py", ds="demo_outdoor")  # the 15 preset templates
+    """Off: no prompt number is invented (NaN). On: 1 - the mean CV over datasets, for the runs with a prompt
+    response of their own: the closed-vocabulary run remapped (cubercnn_star*, beside cubercnn_star: the "Remapped
+    runs" toggle is on with the demo's encoder) with the same CV the prompt lab shows for it, and the
+    prompt-conditioned run from its per-template files; the others stay NaN."""
+    at = app("app_pages/prompt_lab.py", ds="demo_outdoor", run="cubercnn_star")  # the 15 preset templates
     assert not problems(at)
-    run = at.session_state["focus_run"]
+    assert at.session_state["focus_run"] == "cubercnn_star"
     cv_outdoor = metric(at, "CV (σ/μ)")
     at.switch_page("app_pages/overview.py")
     at.run()
@@ -213,13 +215,17 @@ def test_prompt_robustness_toggle_fills_the_three_axis_table(tiny_demo):
     def axes():
         return next(d.value for d in at.dataframe if "prompt_robustness" in d.value.columns).set_index("run")
 
+    assert "cubercnn_star*" in axes().index and "cubercnn_star" in axes().index
     assert axes()["prompt_robustness"].isna().all()
     at.toggle(key="axes_prompts").set_value(True).run()
     assert not problems(at)
     from ov3d_core.analysis import Analysis, RemapSpec, View
 
     a = Analysis.from_yaml(tiny_demo / "benchmark.yaml")
-    cvs = [a.prompt_sensitivity(View(d, run, remap=RemapSpec())).cv for d in a.datasets
-           if run in a.remappable_runs(d, "proxy")]
+    cvs = [a.prompt_sensitivity(View(d, "cubercnn_star", remap=RemapSpec())).cv for d in a.datasets]
     assert f"{cvs[a.datasets.index('demo_outdoor')]:.1%}" == cv_outdoor
-    assert axes().loc[run, "prompt_robustness"] == pytest.approx(1 - np.mean(cvs), rel=1e-12)
+    got = axes()
+    assert got.loc["cubercnn_star*", "prompt_robustness"] == pytest.approx(1 - np.mean(cvs), rel=1e-12)
+    own = [a.prompt_sensitivity(View(d, "promptable")).cv for d in a.datasets]
+    assert got.loc["promptable", "prompt_robustness"] == pytest.approx(1 - np.mean(own), rel=1e-12)
+    assert got.drop(index=["cubercnn_star*", "promptable"])["prompt_robustness"].isna().all()

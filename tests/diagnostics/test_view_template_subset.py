@@ -24,10 +24,14 @@ def bench(tmp_path):
     fp = make_pred_from_annotation(anns[2], 0.95)
     fp["center_cam"] = [5.0, 0.0, 20.0]
     fp["bbox3D"] = (np.asarray(anns[2]["bbox3D_cam"]) + [5.0 - 0.6, 0.0, 13.0]).tolist()
-    make_pred_json(tmp_path, [make_pred_from_annotation(anns[0], 0.8), fp], name="neg.json")
+    moved = make_pred_from_annotation(anns[0], 0.8)
+    moved["center_cam"] = (np.asarray(moved["center_cam"]) + [0.3, 0.0, 0.0]).tolist()
+    moved["bbox3D"] = (np.asarray(anns[0]["bbox3D_cam"]) + [0.3, 0.0, 0.0]).tolist()
+    make_pred_json(tmp_path, [moved, fp], name="neg.json")
     (tmp_path / "probe.txt").write_text("1\n2\n")
     doc = {"datasets": [{"name": "D", "gt": "gt.json", "image_subsets": {"probe": "probe.txt"}}],
-           "runs": [{"name": "ov", "dataset": "D", "per_template": {"S1": "s1.json", "PB-negative": "neg.json"}}]}
+           "runs": [{"name": "ov", "dataset": "D", "per_template": {"S1": "s1.json", "PB-negative": "neg.json"}},
+                    {"name": "plain", "dataset": "D", "predictions": "s1.json"}]}
     p = tmp_path / "bench.yaml"
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     return p
@@ -101,3 +105,24 @@ def test_subset_and_template_errors_name_the_field(bench):
 
 def test_label_names_template_and_subset():
     assert View("D", "ov", template="S1", subset="probe").label == "ov [S1] on D · images: probe · dataset-level"
+
+
+def test_prompt_tables_of_a_prompt_conditioned_run_use_its_files(bench):
+    """Template table, sensitivity and PCR / PLC from the per-template files (no encoder): S1 finds the three chairs
+    exactly, PB-negative one of them 0.3 m off; a template without a file (S2) is not scored."""
+    a = Analysis.from_yaml(bench)
+    v = View("D", "ov")
+    assert a.prompted(v) == "per_template"
+    assert a.prompt_templates(v, ("S2", "PB-negative", "S1")) == ("PB-negative", "S1")
+    t = a.template_scores(v, ("S1", "S2", "PB-negative")).set_index("template")
+    assert list(t.index) == ["S1", "PB-negative"]
+    assert t.loc["S1", "AP3D"] == pytest.approx(100.0)
+    assert t.loc["PB-negative", "AP3D"] == pytest.approx(a.summary(View("D", "ov", template="PB-negative"))["AP3D"])
+    assert t.loc["S1", "group"] == "standard" and t.loc["S1", "n_kept"] == 3 and t.loc["PB-negative", "n_kept"] == 2
+    c = a.consistency(v, ("S1", "PB-negative"))
+    assert c.pcr == pytest.approx(1 / 3)  # only image 1's chair is recovered under both
+    assert c.plc == pytest.approx(0.7 / 1.3, abs=1e-9)  # the two boxes on it: 0.3 m apart on a 1 m cube
+    assert c.recall_any == pytest.approx(1.0)
+    with pytest.raises(InputError) as e:  # a plain run has no prompt response without a remap spec
+        a.prompted(View("D", "plain"))
+    assert e.value.field == "remap"
