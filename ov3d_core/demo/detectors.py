@@ -645,15 +645,21 @@ def _hallucinate(rng: Stream, profile: ErrorProfile, scene: Scene, absent: list,
     return out
 
 
-def _hallucination_preds(profile: ErrorProfile, scene: Scene, hall: list, score_shift: float = 0.0) -> list[Pred]:
+def _project_hallucinations(scene: Scene, hall: list) -> list:
+    """``hall`` entries with their clipped 2D box: (class, dims, centre, R, box, raw score); those that miss the image
+    are None."""
     if not hall:
         return []
     spec = scene.spec
     hc = corners_from_pose(np.array([h[2][0] for h in hall]), np.array([h[1] for h in hall]),
                            np.array([h[2][1] for h in hall]))
     _, htr = projected_box2d_fast(hc, scene.K, spec.width, spec.height)
+    return [(cat, dims, c, R, tr, raw) if tr[0] >= 0 else None for (cat, dims, (c, R), raw), tr in zip(hall, htr)]
+
+
+def _hallucination_preds(profile: ErrorProfile, projected: list, score_shift: float) -> list[Pred]:
     return [Pred(cat, _calibrate(profile, raw + score_shift), c, dims, R, tr, "hallucination", 0)
-            for (cat, dims, (c, R), raw), tr in zip(hall, htr) if tr[0] >= 0]
+            for cat, dims, c, R, tr, raw in filter(None, projected)]
 
 
 def simulate_prompted(profile: ErrorProfile, scene: Scene, gts: list[GTObject], rng: Stream,
@@ -704,7 +710,7 @@ def simulate_prompted(profile: ErrorProfile, scene: Scene, gts: list[GTObject], 
     present = {g.category for g in gts}
     absent = [c for c in vocab if c not in present and c in typical_dims]
     lam = profile.hallucinations * (profile.ood_hallucinations if ood else 1.0)
-    shared_hall = _hallucinate(rng, profile, scene, absent, lam, typical_dims)
+    shared_hall = _project_hallucinations(scene, _hallucinate(rng, profile, scene, absent, lam, typical_dims))
     out: dict[str, list[Pred]] = {}
     for t in profile.templates:
         eff = PROMPT_EFFECTS[t]
@@ -740,8 +746,9 @@ def simulate_prompted(profile: ErrorProfile, scene: Scene, gts: list[GTObject], 
                     preds.append(Pred(label, _calibrate(profile, r * df), c2, d2, R2, b2, "duplicate", ann_id))
         # the shared hallucinations a template keeps, and the extra ones its wording invites
         hall = [h for h in shared_hall if rt.random() < 0.85]
-        hall += _hallucinate(rt, profile, scene, absent, lam * max(eff.hallucinations - 1.0, 0.0), typical_dims)
-        preds += _hallucination_preds(profile, scene, hall, eff.score)
+        hall += _project_hallucinations(scene, _hallucinate(rt, profile, scene, absent,
+                                                            lam * max(eff.hallucinations - 1.0, 0.0), typical_dims))
+        preds += _hallucination_preds(profile, hall, eff.score)
         order = sorted(range(len(preds)), key=lambda i: -preds[i].score)
         out[t] = [preds[i] for i in order[: profile.max_dets]]
     return out
