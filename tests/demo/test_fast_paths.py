@@ -56,7 +56,7 @@ def test_crop_boxes_of_all_runs_at_once_equal_per_run():
             scene = make_scene(spec, index, 0, mesh=False, backdrop=False)
             _, gts = annotate(scene)
             runs = [D.simulate(run, scene, gts, scene_rng(0, spec, index, 10 + k), dims)
-                    for k, run in enumerate(D.RUNS)]
+                    for k, run in enumerate(D.RUNS) if not run.templates]  # (a prompt-conditioned run: no crops)
             together = crop_boxes([p for preds in runs for p in preds], spec.K, spec.width, spec.height)
             start = 0
             for preds in runs:
@@ -93,6 +93,16 @@ def test_record_texts_are_json_dumps_of_the_records():
             assert texts == [_dumps(r) for r in records] == [J.annotation_json(r) for r in records]
             assert [g.ann_id for g in gts] == [g.ann_id for g in gts2]
             for k, run in enumerate(D.RUNS):
+                if run.templates:  # one prediction list per template, no crops
+                    streams = {t: Stream([0, spec.stream, index, 10 + k, D.template_stream_key(t)])
+                               for t in run.templates}
+                    per_t = D.simulate_prompted(run, scene, gts, scene_rng(0, spec, index, 10 + k), streams, dims)
+                    for preds in per_t.values():
+                        ids = [spec.category_id(p.category) for p in preds]
+                        names = [p.category for p in preds]
+                        assert D.prediction_json(preds, scene.image_id, spec.K, ids, names) == \
+                            [_dumps(r) for r in D.prediction_records(preds, scene.image_id, spec.K, ids, names)]
+                    continue
                 preds = D.simulate(run, scene, gts, scene_rng(0, spec, index, 10 + k), dims)
                 ids = [spec.category_id(p.category) for p in preds]
                 for names in ([p.category for p in preds], [None] * len(preds)):
