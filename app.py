@@ -230,7 +230,7 @@ def main() -> None:
     ui.sync_query_params()  # changes the page made
     ctx = st.session_state.get("_ctx")
     if ctx is not None:
-        cache.warm_in_background(ctx.cfg_key)  # after the first paint: load the rest of the benchmark
+        cache.warm_in_background(ctx.cfg_key, ctx, ui.get("focus_run"))  # after the first paint: the prompt lab's crops, the other runs
 
 
 main()

@@ -16,6 +16,7 @@ from ov3d_core.errors import InputError
 from ov3d_core.viz import bars
 from ov3d_core.viz.curves import line_chart
 from ov3d_core.viz.heatmap import confusion_heatmap
+from ov3d_core.viz.theta import theta_strip
 
 ui.page_header("Prompt lab", "Localisation is held fixed: each predicted box is cropped, embedded once, and relabelled "
                "with its most similar dataset class under a template, if the similarity reaches θ. Every template "
@@ -80,10 +81,20 @@ with ui.guard("The prompt lab"):
     theta = ui.get("theta")
     if theta is None or not lo <= theta <= hi:
         st.session_state["theta"] = default
-    st.slider("θ: keep a box when its top-1 " + ("probability" if calibrated else "cosine similarity") + " reaches",
-              lo, hi, step=0.01, **ui.bind("theta"))
-    theta = float(ui.get("theta"))
+    theta = float(ui.get("theta"))  # the slider's value (bound to the session state) before it is drawn
     view = ctx.view(run, remap=RemapSpec(encoder=spec, theta=theta))
+    value_name = "top-1 " + ("probability" if calibrated else "cosine similarity")
+    prof = A.theta_profile(view, lo=lo, hi=hi)
+    info = prof.attrs
+    ui.plot(theta_strip(prof, theta, value_name=value_name), "pl_theta", export_name=f"theta_profile_{run}")
+    st.slider(f"θ: keep a box when its {value_name} reaches", lo, hi, step=0.01,
+              help="The strip above: how many boxes have each top-1 value (bars) and how many each θ keeps (line).",
+              **ui.bind("theta"))
+    if info["n_with_crop"]:
+        st.caption(f"θ = {theta:.2f} keeps **{info['n_kept_at_theta']}** of {info['n_with_crop']} boxes with a crop "
+                   f"({info['share_kept_at_theta']:.1%}). Their {value_name} lies in "
+                   f"[{info['top1_min']:.2f}, {info['top1_max']:.2f}] (median {info['top1_median']:.2f}): a θ below "
+                   f"{info['top1_min']:.2f} keeps every box, so θ changes nothing there.")
 
     chosen = list(ui.get("templates") or ids) + ([custom] if custom else [])
     with st.spinner("Scoring templates…"):
