@@ -1,9 +1,10 @@
 """Scene inspector: one image with GT and predicted 3D boxes projected through K, coloured by TP / FP / FN /
-mislabelled-but-localised under the active protocol. One or two runs large (the others a click away), panels of one
-size with one shared legend and labels placed to avoid each other; tags and notes on the image and the selected box;
-sortable per-box tables (pose errors against the reference GT, ranks, ignore reasons); a 3D view of the point cloud
-with the same boxes and the camera frustum; filters by class, status, score and tag; previous / next through the
-filtered image list."""
+mislabelled-but-localised under the active protocol. At the top, side by side: the image panels (one or two runs
+large, the others a click away; panels of one size with one shared legend and labels placed to avoid each other)
+and the 3D view of the point cloud with the same boxes and the camera frustum (its camera presets as buttons above
+it), with the tags and notes of the image and the selected box under it; then the sortable per-box tables (pose
+errors against the reference GT, ranks, ignore reasons). Filters by class, status, score and tag; previous / next
+through the filtered image list."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ ui.page_header("Scene inspector", "GT boxes dotted (missed GT solid orange), pre
                "purple = well localised but mislabelled (its label reads 'pred ≠ GT'). The cross marks each box's "
                "front face (heading). Click a box label (or a table row) to select the box.")
 ctx = ui.need_context()
-#: Width in px of one panel for 1, 2 and 3 panels per row in the wide layout (the image is scaled to it).
-PANEL_PX = {1: 1150, 2: 570, 3: 375}
+#: Width in px of one panel for 1 and 2 panels per row in the image column (the left of the two at the top, beside
+#: the 3D view; the image is scaled to it).
+PANEL_PX = {1: 680, 2: 330}
+#: Widths of the two columns at the top: the image panels, the 3D view (with the tags and notes under it).
+TOP_COLUMNS = (3, 2)
 #: Float columns of the per-box tables shown with three decimals.
 PRED_FRACTIONS = ("score", "depth", "volume", "iou3d", "iou2d", "center_dist", "depth_err", "size_err")
 GT_FRACTIONS = ("truncation", "visibility", "depth", "volume", "height2d", "matched_score", "iou3d")
@@ -63,6 +67,9 @@ def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str], 
     """The 3D view. ``next_image``: a function giving ``(image_id, meta, rows)`` of the image "Next" shows (None
     when there is none), whose figure is computed ahead while this one is on screen."""
     st.toggle("3D view (point cloud, boxes, camera frustum)", **ui.bind("show_3d"))
+    if not ui.get("show_3d"):
+        st.caption("Off: turn it on for the point cloud with this image's boxes and the camera frustum (camera "
+                   f"presets ego, top-down and side above the scene). {_renderer_note()}")
     hidden = not ui.get("show_3d")
     # The scene is one element that stays in the page (``gl_scene``): a new image, budget or highlight redraws the
     # WebGL scene the browser built; off hides it, on again with the same figure only shows it. Its controls come
@@ -77,7 +84,7 @@ def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str], 
                                            highlight=ui.get("highlight"))
     # one WebGL pixel per CSS pixel: a software-rendered browser (no GPU) draws the scene several times faster
     gl_scene(fig_json, rev, key="scene3d_gl", hidden=hidden, config={"plotGlPixelRatio": 1},
-             standin=drawing.scene3d_standin() if hidden else None)
+             standin=drawing.scene3d_standin() if hidden else None, on_renderer=_on_renderer)
     if not hidden:
         with controls:
             _controls_3d(ctx, image_id, meta, rows, vocabulary, shown, settings, pc, drawn=fig_json is not None)
@@ -90,6 +97,24 @@ def view_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[str], 
         cache.compute_ahead(_next_figure_3d, ctx.cfg_key, ctx.dataset, next_image, vocabulary, **settings)
 
 
+def _on_renderer(renderer: str) -> None:
+    """The browser reported its WebGL renderer (once per session): the point budget follows it unless the user chose
+    one."""
+    if not st.session_state.get("_pts3d_user"):
+        st.session_state["pts3d"] = drawing.budget_for_renderer(renderer)
+
+
+def _renderer_note() -> str:
+    """Which default point budget this browser got, and why (its WebGL renderer)."""
+    renderer = st.session_state.get(drawing.RENDERER_KEY)
+    budget = drawing.budget_for_renderer(renderer)
+    if renderer is None:
+        return f"Default budget {budget // 1000}k until the browser reports its WebGL renderer."
+    kind = "software WebGL" if drawing.software_renderer(renderer) else "GPU"
+    return (f"Default budget {budget // 1000}k for this browser's WebGL renderer ({kind}: "
+            f"{ui.md(renderer[:80]) or 'not reported'}).")
+
+
 def _settings_3d(shown: list[str]) -> dict:
     """The 3D view's settings in this session: its widgets' values (the run shown, the point budget) or, when they
     are not on the page, the values they start at; the colouring and presentation mode."""
@@ -97,7 +122,8 @@ def _settings_3d(shown: list[str]) -> dict:
     budgets = drawing.POINT_BUDGETS
     run3d = st.session_state.get("run3d")
     budget = st.session_state.get("pts3d")
-    return dict(run3d=run3d if run3d in run_opts else run_opts[0], budget=budget if budget in budgets else budgets[0],
+    return dict(run3d=run3d if run3d in run_opts else run_opts[0],
+                budget=budget if budget in budgets else drawing.session_budget(),
                 color_by=ui.get("color_by"), presenting=bool(ui.get("presentation")))
 
 
@@ -124,9 +150,12 @@ def _controls_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[s
     """The 3D view's widgets (their values are ``settings``, read before they are drawn), its caption and export."""
     c1, c2, c3 = st.columns([4, 4, 1], vertical_alignment="bottom")
     c1.selectbox("Run shown in 3D", shown or [""], key="run3d", format_func=lambda r: r or "GT only")
-    c2.select_slider("Points", drawing.POINT_BUDGETS, value=drawing.POINT_BUDGETS[0], key="pts3d",
-                     format_func=lambda n: f"{n // 1000}k",
-                     help="Most points drawn: the voxel size of the downsampling follows from it.")
+    if st.session_state.get("pts3d") not in drawing.POINT_BUDGETS:
+        st.session_state["pts3d"] = settings["budget"]  # the default for this browser's renderer
+    c2.select_slider("Points", drawing.POINT_BUDGETS, key="pts3d", format_func=lambda n: f"{n // 1000}k",
+                     on_change=lambda: st.session_state.update(_pts3d_user=True),
+                     help="Most points drawn: the voxel size of the downsampling follows from it. The default "
+                          "follows the browser's WebGL renderer: the full cloud on a GPU, 10k in software WebGL.")
     if not drawn:  # the figure failed: its message is shown above
         return
     if pc is None:
@@ -135,7 +164,7 @@ def _controls_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[s
     else:
         vox = f"voxel {pc.voxel * 100:.1f} cm" if pc.voxel > 0 else "not downsampled"
         st.caption(f"{len(pc.points):,} of {pc.n_full:,} points from the {pc.source} ({vox}). Camera presets: "
-                   "the buttons in the figure; drag to orbit.")
+                   f"the buttons above the scene; drag to orbit. {_renderer_note()}")
     highlight = ui.get("highlight")
 
     def figure():  # built on an export click only
@@ -199,14 +228,14 @@ with ui.guard("The scene inspector"):
                       format_func=lambda r: f"{r} · {counts.get(r, '')}",
                       help="Pick the runs drawn side by side (one or two show large); the counts are on this image.")
     shown = [r for r in runs if r in (chosen or [])] or ([] if runs else [""])
-    per_row = selection.panels_per_row(len(shown) or 1, meta["width"] / max(meta["height"], 1))
+    per_row = 1 if len(shown) <= 2 else 2  # in the image column: one or two runs one above the other
     col_px = PANEL_PX[per_row]
     fig_h = int(np.clip(col_px * meta["height"] / max(meta["width"], 1), 200, 720))
     uri, scale = None, 1.0
     if meta["path"] is None:
         st.warning(f"Image file of image {image_id} not found; drawing on a blank canvas.")
     else:
-        uri, _, _, scale = cache.image_uri(meta["path"], {1: 1600, 2: 1100, 3: 800}[per_row])
+        uri, _, _, scale = cache.image_uri(meta["path"], {1: 1100, 2: 800}[per_row])
     if not shown:
         st.caption("No run selected: the ground truth alone.")
         shown = [""]
@@ -218,20 +247,25 @@ with ui.guard("The scene inspector"):
                                       vocabulary=vocab, highlight=ui.get("highlight"))
         panels.append((run, layers))
     st.markdown(legend_html(legend_items([lay for _, ls in panels for lay in ls])), unsafe_allow_html=True)
-    for start in range(0, len(panels), per_row):
-        cols = st.columns(per_row)
-        for col, (run, layers) in zip(cols, panels[start:start + per_row]):
-            fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"],
-                                image_scale=scale, fig_height=fig_h, display_width=col_px, show_legend=False)
-            with col:
-                st.markdown(f"**{ui.md(run or 'ground truth')}** · {counts.get(run, '')}")
-                key = f"img_{run}"
-                ui.plot(fig, key, on_select=lambda k=key: _on_box(k), export_name=f"{ctx.dataset}_{image_id}_{run}")
-    with st.columns([5, 1])[1]:  # this image, every run, as a Rerun recording (built on click)
-        rerun_button(ctx, [image_id], name=f"scene_{ctx.dataset}_{image_id}", key="scene_rrd")
+    # At the top, side by side: the image panels and the 3D view (filled last, in its fixed place: the scene's place
+    # in the page never moves), the tags and notes under the 3D view.
+    left, right = st.columns(TOP_COLUMNS)
+    with right:
+        top_3d = st.container(key="scene3d")
+    with left:
+        for start in range(0, len(panels), per_row):
+            cols = st.columns(per_row) if per_row > 1 else [st.container()]
+            for col, (run, layers) in zip(cols, panels[start:start + per_row]):
+                fig = image_overlay(uri, meta["K"], layers, width=meta["width"], height=meta["height"],
+                                    image_scale=scale, fig_height=fig_h, display_width=col_px, show_legend=False)
+                with col:
+                    st.markdown(f"**{ui.md(run or 'ground truth')}** · {counts.get(run, '')}")
+                    key = f"img_{run}"
+                    ui.plot(fig, key, on_select=lambda k=key: _on_box(k),
+                            export_name=f"{ctx.dataset}_{image_id}_{run}")
 
-    with st.container(border=True):
-        t1, t2 = st.columns([5, 1])
+    with right, st.container(border=True):
+        t1, t2 = st.columns([3, 2])
         t1.markdown(f"**Tags and notes** · image {image_id} · saved in `{T.store(ctx.cfg_key).path.name}` beside the "
                     "benchmark config")
         t2.download_button("Tags (JSON)", data=lambda: T.store(ctx.cfg_key).to_json(ctx.dataset).encode("utf-8"),
@@ -244,6 +278,8 @@ with ui.guard("The scene inspector"):
             what = f"GT box {row}" if kind == "gt" else f"{run} prediction {row}"
             st.caption(f"Selected: {what}")
             T.editor(ctx.cfg_key, ctx.dataset, image_id, box=(kind, run if kind == "pred" else "", row), label="box")
+    with right:  # this image, every run, as a Rerun recording (built on click)
+        rerun_button(ctx, [image_id], name=f"scene_{ctx.dataset}_{image_id}", key="scene_rrd")
 
     detail_runs = [r for r in shown if r]
     if detail_runs:
@@ -274,4 +310,5 @@ with ui.guard("The scene inspector"):
             return None
         return nxt, cache.image_meta(ctx.cfg_key, ctx.dataset, nxt), _image_rows(boxes, nxt, box_filter)
 
-    view_3d(ctx, image_id, meta, rows, vocab, [r for r in shown if r], next_image)
+    with top_3d:
+        view_3d(ctx, image_id, meta, rows, vocab, [r for r in shown if r], next_image)

@@ -14,10 +14,37 @@ from ov3d_app import cache, selection
 from ov3d_core.viz.image_overlay import BoxLayer, class_colors, class_layers, status_layers
 
 HIGHLIGHT_COLOR = "#ffd400"
-#: Point budgets of the 3D views (the last: every depth pixel of the demo's 640 x 480 maps). The first is the default:
-#: a browser without a GPU (software WebGL) redraws a 10k-point scene in about half a second, 20k in about 0.8 s
-#: (``bench/RESULTS.md``, "The 3D view drawn first"); with a GPU every budget here draws in milliseconds.
+#: Point budgets of the 3D views (the last: every depth pixel of the demo's 640 x 480 maps). The default follows the
+#: renderer the browser reports (``budget_for_renderer``): a browser without a GPU (software WebGL) redraws a
+#: 10k-point scene in about half a second, 20k in about 0.8 s (``bench/RESULTS.md``, "The 3D view drawn first"), so it
+#: gets the first; with a GPU every budget here draws in milliseconds, so it gets the full cloud (the last).
 POINT_BUDGETS = (10_000, 20_000, 60_000, 150_000, 310_000)
+#: Substrings (lower case) of the WebGL renderer names of software rasterisers: Chromium's SwiftShader (``--disable-gpu``,
+#: no GPU, blocklisted drivers), Mesa's llvmpipe / softpipe / lavapipe, Windows' basic render driver.
+SOFTWARE_RENDERERS = ("swiftshader", "llvmpipe", "softpipe", "lavapipe", "software", "basic render driver",
+                      "microsoft basic render")
+#: Session-state key of the WebGL renderer the browser reported (``ov3d_app.gl_scene``'s one-time probe): the
+#: unmasked renderer string, "" when the browser has no WebGL or would not say; absent until the probe came back.
+RENDERER_KEY = "_gl_renderer"
+
+
+def software_renderer(renderer: str | None) -> bool:
+    """Whether a WebGL renderer name (``WEBGL_debug_renderer_info``'s ``UNMASKED_RENDERER_WEBGL``) is a software
+    rasteriser, or unknown (None or empty: not probed yet, no WebGL, or hidden by the browser)."""
+    name = (renderer or "").strip().lower()
+    return not name or any(s in name for s in SOFTWARE_RENDERERS)
+
+
+def budget_for_renderer(renderer: str | None) -> int:
+    """The 3D views' default point budget for a browser whose WebGL renderer is ``renderer``: the first budget for
+    software WebGL or an unknown renderer (about half a second per redraw of 10k points), the full cloud (the last
+    budget) on a GPU."""
+    return POINT_BUDGETS[0] if software_renderer(renderer) else POINT_BUDGETS[-1]
+
+
+def session_budget() -> int:
+    """The default point budget of this session's browser (``budget_for_renderer`` of the renderer it reported)."""
+    return budget_for_renderer(st.session_state.get(RENDERER_KEY))
 #: How the app's tables show a missing value (``st.dataframe(placeholder=...)``) instead of "None".
 MISSING = "—"
 

@@ -5,8 +5,15 @@ figure into the chart's element id, key or not), and then draws it a second time
 a GPU building a scene takes 1-2 s. This component (``st.components.v2``, in the page's own DOM) keeps one plotly.js
 graph div for as long as the page shows the inspector and hands every new figure to ``Plotly.react``, which redraws
 the existing scene's traces; turning the view off hides the div (the scene stays), turning it on again with the same
-figure only shows it. While hidden before its first figure, the div draws a stand-in scene once, when the browser
-is idle, so that the first figure reuses a scene whose shaders are compiled.
+figure only shows it. While hidden before its first figure, the div draws a stand-in scene once, when the page has
+settled (script run over, every chart drawn) and the browser is idle, so that the first figure reuses a scene whose
+shaders are compiled, and a page switch into the inspector is not held up by it.
+
+The camera presets are buttons of the component, above the scene (the figure's own ``updatemenus`` of
+``scene.camera`` relayouts, taken out of the figure): a click relayouts the scene's camera in the browser, no script
+run. Once per session the component reports the browser's WebGL renderer (``WEBGL_debug_renderer_info``), from
+which the page picks its default point budget (``drawing.budget_for_renderer``: software WebGL a small cloud, a GPU
+the full one).
 
 plotly.js is the copy the page already has in ``window.Plotly`` (Streamlit's own, which its charts load: the Scene
 inspector's image panels do), the same that draws every other figure of the app; without one, the installed
@@ -16,6 +23,7 @@ inspector's image panels do), the same that draws every other figure of the app;
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 
@@ -37,11 +45,82 @@ const loadPlotly = (src) => {
   return window.__ov3dPlotly;
 };
 
+// The unmasked name of the browser's WebGL renderer ("" without WebGL or when the browser will not say).
+const probeRenderer = () => {
+  try {
+    const canvas = document.createElement('canvas');
+    const gl = canvas.getContext('webgl') || canvas.getContext('experimental-webgl');
+    if (!gl) return '';
+    const info = gl.getExtension('WEBGL_debug_renderer_info');
+    const name = gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER);
+    const lose = gl.getExtension('WEBGL_lose_context');
+    if (lose) lose.loseContext();
+    return String(name || '');
+  } catch (e) {
+    return '';
+  }
+};
+
+// The figure's camera-preset menu (buttons that relayout ``scene.camera`` only): [[label, camera], ...] and the
+// layout without it.
+const takeCameras = (layout) => {
+  const menus = layout.updatemenus || [];
+  const isCams = (m) => (m.buttons || []).length > 0 && m.buttons.every((b) => b.method === 'relayout' && b.args
+    && b.args[0] && Object.keys(b.args[0]).length === 1 && b.args[0]['scene.camera']);
+  const i = menus.findIndex(isCams);
+  if (i < 0) return [null, layout, -1];
+  const rest = menus.filter((_, k) => k !== i);
+  const menu = menus[i];
+  return [menu.buttons.map((b) => [String(b.label), b.args[0]['scene.camera']]), { ...layout, updatemenus: rest },
+          menu.active === undefined ? 0 : menu.active];
+};
+
+// Whether the page has finished what the user is waiting for: no script run in progress, no element still loading,
+// every chart drawn.
+const pageSettled = () => {
+  const app = document.querySelector('.stApp');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+  return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
+    (c) => c.querySelector('.js-plotly-plot .main-svg'));
+};
+
 export default function (component) {
-  const { data, parentElement } = component;
+  const { data, parentElement, setStateValue } = component;
   const root = parentElement.querySelector('.__ROOT__');
   const graph = root.querySelector('.__ROOT__-graph');
-  const state = root.__ov3d || (root.__ov3d = { want: null, queue: Promise.resolve(), standin: false });
+  const bar = root.querySelector('.__ROOT__-cams');
+  const state = root.__ov3d || (root.__ov3d = { want: null, queue: Promise.resolve(), standin: false,
+                                                 probed: false, cams: '' });
+  if (data.probe && !state.probed) {  // once per session (the page keeps the answer), when the browser is idle
+    state.probed = true;
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 200));
+    idle(() => setStateValue('renderer', probeRenderer()), { timeout: 2000 });
+  }
+  const cameras = (cams, active) => {  // the preset buttons above the scene
+    const sig = JSON.stringify(cams);
+    if (sig === state.cams) return;
+    state.cams = sig;
+    bar.replaceChildren();
+    (cams || []).forEach(([label, cam], k) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = label;
+      b.className = '__ROOT__-cam' + (k === active ? ' __ROOT__-cam-on' : '');
+      b.title = 'Camera: ' + label + ' (drag in the scene to orbit)';
+      b.addEventListener('click', () => {
+        for (const o of bar.children) o.classList.toggle('__ROOT__-cam-on', o === b);
+        draw(async () => { const Plotly = await loadPlotly(data.src); await Plotly.relayout(graph, { 'scene.camera': cam }); });
+      });
+      bar.appendChild(b);
+    });
+    if (cams && cams.length) {
+      const label = document.createElement('span');
+      label.className = '__ROOT__-cams-label';
+      label.textContent = 'Camera';
+      bar.prepend(label);
+    }
+  };
   const message = (text) => { root.querySelector('.__ROOT__-error').textContent = text; };
   const error = (e) => message('3D view: ' + e.message);
   const draw = (fn) => { state.queue = state.queue.then(fn).catch(error); };
@@ -52,15 +131,29 @@ export default function (component) {
     hide();
     if (!graph.dataset.rev && !state.standin && data.standin) {
       state.standin = true;
+      // Building a WebGL scene blocks the browser for a second or more without a GPU: the stand-in waits until
+      // the page has settled (its script run over, every chart drawn, twice in a row) and the browser is idle, so
+      // that it never delays what a page switch or a click is drawing.
       const idle = window.requestIdleCallback || ((f) => setTimeout(f, 200));
-      draw(() => new Promise((resolve) => idle(async () => {
-        try {
-          const Plotly = await loadPlotly(data.src);
-          const fig = JSON.parse(data.standin);
-          // skipped when a figure came first: the stand-in only fills idle time
-          if (!graph.dataset.rev && state.want === null) await Plotly.react(graph, fig.data, fig.layout, data.config);
-        } finally { resolve(); }
-      }, { timeout: 3000 })));
+      draw(() => new Promise((resolve) => {
+        let calm = 0;
+        const poll = () => {
+          if (!root.isConnected || graph.dataset.rev || state.want !== null) { resolve(); return; }
+          calm = pageSettled() ? calm + 1 : 0;
+          if (calm < 2) { setTimeout(poll, 250); return; }
+          idle(async () => {
+            try {
+              const Plotly = await loadPlotly(data.src);
+              const fig = JSON.parse(data.standin);
+              // skipped when a figure came first: the stand-in only fills idle time
+              if (root.isConnected && !graph.dataset.rev && state.want === null) {
+                await Plotly.react(graph, fig.data, takeCameras(fig.layout || {})[1], data.config);
+              }
+            } finally { resolve(); }
+          }, { timeout: 3000 });
+        };
+        setTimeout(poll, 250);
+      }));
     }
     return;
   }
@@ -70,10 +163,12 @@ export default function (component) {
   // A new figure: redraw the scene in place; a hidden scene is shown once it holds the new figure, a shown one
   // keeps the previous figure until then.
   const fig = JSON.parse(data.figure), rev = data.rev;
+  const [cams, layout, active] = takeCameras(fig.layout || {});
   draw(async () => {
     const Plotly = await loadPlotly(data.src);
     if (state.want !== rev) return;  // superseded while waiting
-    await Plotly.react(graph, fig.data, fig.layout, data.config);
+    await Plotly.react(graph, fig.data, layout, data.config);
+    cameras(cams, active);
     graph.dataset.rev = rev;
     message('');
     if (state.want === rev) reveal();
@@ -85,6 +180,12 @@ _CSS = """
 .__ROOT__ { contain: content; }
 .__ROOT__-hidden { height: 0; overflow: hidden; visibility: hidden; }
 .__ROOT__-error { color: #b00020; font-size: 0.9rem; }
+.__ROOT__-cams { display: flex; flex-wrap: wrap; gap: 0.4rem; align-items: center; margin: 0 0 0.4rem 0; }
+.__ROOT__-cams-label { font-size: 0.875rem; margin-right: 0.2rem; }
+.__ROOT__-cam { font: inherit; font-size: 0.875rem; padding: 0.25rem 0.75rem; border-radius: 0.5rem; cursor: pointer;
+  border: 1px solid rgba(49, 51, 63, 0.2); background: #fff; color: inherit; }
+.__ROOT__-cam:hover { border-color: #ff4b4b; color: #ff4b4b; }
+.__ROOT__-cam-on { border-color: #ff4b4b; background: rgba(255, 75, 75, 0.08); }
 """
 
 
@@ -92,7 +193,8 @@ def _component():
     from streamlit.components.v2 import component
 
     return component(
-        "ov3d.gl_scene", html=f"<div class='{ROOT_CLASS}'><div class='{ROOT_CLASS}-error'></div>"
+        "ov3d.gl_scene", html=f"<div class='{ROOT_CLASS}'><div class='{ROOT_CLASS}-cams' role='toolbar' "
+                              f"aria-label='Camera presets'></div><div class='{ROOT_CLASS}-error'></div>"
                               f"<div class='{ROOT_CLASS}-graph'></div></div>",
         css=_CSS.replace("__ROOT__", ROOT_CLASS), js=_JS.replace("__ROOT__", ROOT_CLASS), isolate_styles=False)
 
@@ -108,19 +210,36 @@ def _plotly_src() -> str:
 
 
 def gl_scene(fig_json: str | None, rev: str | None, *, key: str, hidden: bool = False, config: dict | None = None,
-             standin: str | None = None) -> None:
+             standin: str | None = None, on_renderer: Callable[[str], None] | None = None) -> None:
     """Mount (or update) the page's WebGL scene.
 
     ``fig_json``: the figure as plotly JSON (``fig.to_json()``); None keeps what the browser drew. ``rev`` names the
     figure: the browser redraws only when it changes. ``hidden`` hides the scene without dropping it; ``standin``
-    (plotly JSON): what a hidden scene with no figure yet draws once, when the browser is idle."""
-    data = {"hidden": bool(hidden), "rev": rev, "src": _plotly_src(),
+    (plotly JSON): what a hidden scene with no figure yet draws once, when the browser is idle.
+
+    The browser reports its WebGL renderer once per session: it is stored in ``st.session_state`` under
+    ``drawing.RENDERER_KEY`` ("" when it has no WebGL or will not say), then ``on_renderer(name)`` is called (in the
+    callback, before the run it causes)."""
+    from ov3d_app.drawing import RENDERER_KEY
+
+    probe = RENDERER_KEY not in st.session_state
+    data = {"hidden": bool(hidden), "rev": rev, "src": _plotly_src(), "probe": probe,
             "config": {"displaylogo": False, "responsive": True, **(config or {})}}
     if fig_json is not None and not hidden:
         data["figure"] = fig_json
     if hidden and standin is not None:
         data["standin"] = standin
-    _COMPONENT(key=key, data=data, width="stretch", height="content")
+
+    def reported():
+        got = st.session_state.get(key) or {}
+        name = got.get("renderer") if hasattr(got, "get") else None
+        if name is None or RENDERER_KEY in st.session_state:
+            return
+        st.session_state[RENDERER_KEY] = str(name)[:200]
+        if on_renderer is not None:
+            on_renderer(st.session_state[RENDERER_KEY])
+
+    _COMPONENT(key=key, data=data, width="stretch", height="content", on_renderer_change=reported)
 
 
 _COMPONENT = _component()
