@@ -20,6 +20,7 @@ from pathlib import Path
 import streamlit as st
 
 from ov3d_app import cache, selection, ui
+from ov3d_app import navigate
 from ov3d_app import state as S
 from ov3d_app import tags as T
 from ov3d_core.errors import InputError
@@ -195,6 +196,7 @@ def main() -> None:
              else st.Page(HERE / f, title=t, icon=i, url_path=u) for k, (f, t, i, u) in enumerate(ui.PAGES)]
     nav = st.navigation(pages, position="hidden" if presenting else "sidebar")
     st.session_state["_page"] = nav.url_path or ui.PAGES[0][3]  # the default page is served at "/"
+    navigate.pending_switch()  # an "Open" click (a callback) asked for another page: go there before any page runs
 
     st.sidebar.markdown("### OV3D Explorer")
     _sidebar_source()

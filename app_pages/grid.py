@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ov3d_app import cache, drawing, selection, ui
+from ov3d_app import cache, drawing, navigate, selection, ui
 from ov3d_app import tags as T
 from ov3d_app.drawing import MISSING
 
@@ -22,7 +22,8 @@ STATUSES = ("TP", "FP", "mislabelled", "FN", "ignored", "not evaluated")
 
 
 def _open(image_id: int, run: str):
-    ui.set_state(image_id=int(image_id), focus_run=run or None, f_classes=[], f_errors=[], highlight=None)
+    """"Open" (a callback: the grid does not run again before the inspector opens)."""
+    navigate.go_to("scene", image_id=int(image_id), focus_run=run or None, f_classes=[], f_errors=[], highlight=None)
 
 
 with ui.guard("The sample grid"):
@@ -94,9 +95,8 @@ with ui.guard("The sample grid"):
                                             vocabulary=vocab), width="stretch")
             extra = "" if value_label in (None, "row") or not np.isfinite(rec.value) else f" · {rec.value:.2f}"
             st.caption(f"image {img_id} · {rec.n} box{'es' if rec.n != 1 else ''}{extra}")
-            if st.button("Open", key=f"grid_open_{img_id}", icon=":material/open_in_new:", width="stretch"):
-                _open(img_id, run)
-                st.switch_page("app_pages/scene.py")
+            st.button("Open", key=f"grid_open_{img_id}", icon=":material/open_in_new:", width="stretch",
+                      on_click=_open, args=(img_id, run))
 
     with st.expander(f"Matching boxes ({len(matching)})"):
         st.dataframe(matching, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(

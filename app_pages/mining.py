@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ov3d_app import cache, drawing, selection, ui
+from ov3d_app import cache, drawing, navigate, selection, ui
 from ov3d_app import state as S
 from ov3d_app import tags as T
 from ov3d_app.drawing import MISSING
@@ -58,20 +58,25 @@ def _columns(df: pd.DataFrame) -> dict:
 
 
 def _open_scene(image_id: int, highlight: str | None, run: str | None):
-    ui.set_state(image_id=int(image_id), highlight=highlight, focus_run=run or ui.get("focus_run"), f_classes=[],
-                 f_errors=[], f_run="", f_min_score=0.0)
-    st.switch_page("app_pages/scene.py")
+    """The scene inspector on one image with one box highlighted (a callback: this page does not run again before
+    the inspector opens, ``navigate``)."""
+    navigate.go_to("scene", image_id=int(image_id), highlight=highlight, focus_run=run or ui.get("focus_run"),
+                   f_classes=[], f_errors=[], f_run="", f_min_score=0.0)
 
 
 def _open_object(gt_row: int):
-    ui.set_state(gt_row=int(gt_row))
-    st.switch_page("app_pages/object.py")
+    navigate.go_to("object", gt_row=int(gt_row))
 
 
-def _on_image_row(images: pd.DataFrame, key: str):
+def _on_image_row(images: pd.DataFrame, first: pd.DataFrame, kind: str, run: str | None, key: str):
+    """A ranked image selected: open it in the scene inspector, its top box highlighted; the table comes back
+    without the selection (a fresh key) when the user returns."""
     rows = selection.dataframe_rows(st.session_state.get(key))
     if rows:
-        st.session_state["_mine_open"] = int(images.iloc[rows[0]]["image_id"])
+        opened = int(images.iloc[rows[0]]["image_id"])
+        st.session_state["_mine_nonce"] = int(st.session_state.get("_mine_nonce", 0)) + 1
+        hl, _, _ = _box_key(kind, run, first.loc[opened].to_dict() | {"image_id": opened})
+        _open_scene(opened, hl, run)
 
 
 def _on_box_row(key: str):
@@ -141,21 +146,17 @@ with ui.guard("The failure-mining list"):
         st.stop()
 
     n_open = int(st.session_state.get("_mine_nonce", 0))
+    first = boxes.groupby("image_id", sort=False).head(1).set_index("image_id")  # each image's top box
     left, right = st.columns([2, 3])
     with left:
         st.markdown("**Ranked images** (select a row to open it in the scene inspector)")
         key = f"mine_images:{kind}:{n_open}"
-        st.dataframe(images, hide_index=True, key=key, on_select=lambda: _on_image_row(images, key),
+        st.dataframe(images, hide_index=True, key=key,
+                     on_select=lambda: _on_image_row(images, first, kind, run, key),
                      selection_mode="single-row", placeholder=MISSING, height=min(38 + 35 * len(images), 420),
                      column_config=_columns(images))
         ui.export_table(T.with_tags(ctx.cfg_key, ctx.dataset, images, kind="image"), f"mining_{kind}_{ctx.dataset}",
                         "mine_img_x")
-    first = boxes.groupby("image_id", sort=False).head(1).set_index("image_id")  # each image's top box
-    opened = st.session_state.pop("_mine_open", None)
-    if opened is not None:
-        st.session_state["_mine_nonce"] = n_open + 1  # a fresh table (no stale selection) when the user comes back
-        hl, _, _ = _box_key(kind, run, first.loc[opened].to_dict() | {"image_id": opened})
-        _open_scene(opened, hl, run)
 
     with right:
         choices = images["image_id"].astype(int).tolist()
@@ -179,13 +180,11 @@ with ui.guard("The failure-mining list"):
         st.caption(f"Box: {'GT' if what[0] == 'gt' else ui.md(what[1]) + ' prediction'} {what[2]} on image {img} "
                    "(select a row for another)")
         b1, b2, b3 = st.columns(3)
-        if b1.button("Open in the scene inspector", key="mine_box_open", icon=":material/view_in_ar:",
-                     width="stretch"):
-            _open_scene(img, hl, run)
-        if b2.button("Every run on its GT", key="mine_box_object", icon=":material/center_focus_strong:",
-                     width="stretch", disabled=g is None,
-                     help="The object view: each run's best-overlapping box for this GT object, side by side."):
-            _open_object(g)
+        b1.button("Open in the scene inspector", key="mine_box_open", icon=":material/view_in_ar:", width="stretch",
+                  on_click=_open_scene, args=(img, hl, run))
+        b2.button("Every run on its GT", key="mine_box_object", icon=":material/center_focus_strong:",
+                  width="stretch", disabled=g is None, on_click=_open_object, args=(g,),
+                  help="The object view: each run's best-overlapping box for this GT object, side by side.")
         if b3.button("Pin this image", key="mine_box_pin", icon=":material/push_pin:", width="stretch",
                      help=f"Pin the inspector on this image and box, and tag the image '{PIN_TAG}'."):
             _pin_image(img, hl, run)
@@ -215,9 +214,9 @@ with ui.guard("The failure-mining list"):
             top = first.loc[image_id].to_dict() | {"image_id": image_id}
             hl, _, _ = _box_key(kind, run, top)
             o1, o2 = st.columns([3, 1.3])
-            if o1.button("Open", key=f"mine_open_{image_id}", icon=":material/open_in_new:", width="stretch",
-                         help="This image in the scene inspector, its top box highlighted."):
-                _open_scene(image_id, hl, run)
+            o1.button("Open", key=f"mine_open_{image_id}", icon=":material/open_in_new:", width="stretch",
+                      help="This image in the scene inspector, its top box highlighted.", on_click=_open_scene,
+                      args=(image_id, hl, run))
             if o2.button("", key=f"mine_pin_{image_id}", icon=":material/push_pin:", width="stretch",
                          help=f"Pin the inspector on this image and tag it '{PIN_TAG}'."):
                 _pin_image(image_id, hl, run)

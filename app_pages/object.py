@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ov3d_app import cache, drawing, ui
+from ov3d_app import cache, drawing, navigate, ui
 from ov3d_app import tags as T
 from ov3d_app.drawing import MISSING
 from ov3d_app.rerun_button import rerun_button
@@ -27,14 +27,15 @@ ctx = ui.need_context()
 PER_ROW = 6
 #: Streamlit's named colours nearest to ``viz.image_overlay.STATUS_COLORS`` (the crops' box colours).
 STATUS_MD_COLOR = {"TP": "green", "FP": "red", "mislabelled": "violet", "ignored": "gray", "not evaluated": "gray"}
-#: Points of the 3D view (the scene inspector's default budget).
-BUDGET_3D = drawing.POINT_BUDGETS[0]
+#: Points of the 3D view: the scene inspector's default budget for this browser's WebGL renderer (the full cloud on
+#: a GPU, once the inspector's probe reported it).
+BUDGET_3D = drawing.session_budget()
 
 
 def _open_scene(image_id: int, highlight: str, run: str | None):
-    ui.set_state(image_id=int(image_id), highlight=highlight, focus_run=run or ui.get("focus_run"), f_classes=[],
-                 f_errors=[], f_run="", f_min_score=0.0)
-    st.switch_page("app_pages/scene.py")
+    """The scene inspector on the object's image (a callback: this page does not run again first, ``navigate``)."""
+    navigate.go_to("scene", image_id=int(image_id), highlight=highlight, focus_run=run or ui.get("focus_run"),
+                   f_classes=[], f_errors=[], f_run="", f_min_score=0.0)
 
 
 def _pick_image(key: str, rows_of: dict):
@@ -73,8 +74,8 @@ with ui.guard("The object view"):
     with st.spinner("Matching every run"):
         ov = A.object_view(ctx.view(), g, runs=tuple(runs))
     table = ov.to_frame()
-    if c3.button("Open in the scene inspector", icon=":material/view_in_ar:", key="obj_scene", width="stretch"):
-        _open_scene(ov.image_id, f"gt||{g}", None)
+    c3.button("Open in the scene inspector", icon=":material/view_in_ar:", key="obj_scene", width="stretch",
+              on_click=_open_scene, args=(ov.image_id, f"gt||{g}", None))
     with c3:  # the object's image, every run, as a Rerun recording (built on click)
         rerun_button(ctx, [ov.image_id], name=f"object_{ctx.dataset}_{g}", key="obj_rrd")
 
@@ -102,8 +103,8 @@ with ui.guard("The object view"):
                             else f"{rec.status} on this object: {rec.reason}")
                     st.markdown(f":{colour}[■] {ui.md(rec.pred_class or 'no class')} {rec.score:.2f} · {overlap} · "
                                 f"{ui.md(here)}")
-                    if st.button("Open", key=f"obj_open_{rec.run}", icon=":material/open_in_new:", width="stretch"):
-                        _open_scene(ov.image_id, f"pred|{rec.run}|{p}", rec.run)
+                    st.button("Open", key=f"obj_open_{rec.run}", icon=":material/open_in_new:", width="stretch",
+                              on_click=_open_scene, args=(ov.image_id, f"pred|{rec.run}|{p}", rec.run))
     if st.toggle("3D view (every run's box around the object, one colour per run)", key="obj_3d"):
         with ui.guard("The 3D view"):
             meta = cache.image_meta(ctx.cfg_key, ctx.dataset, ov.image_id)
