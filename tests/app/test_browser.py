@@ -137,7 +137,7 @@ def test_3d_view_camera_presets_relayout_in_the_browser(server, browser_page):
                            "g._fullLayout.scene && g.querySelector('canvas'); }", arg=plot, timeout=120_000)
     camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"  # what WebGL draws with
     assert page.evaluate(camera, plot)["up"]["y"] < -0.8  # ego: -y (up in the camera frame) is up on screen
-    page.locator(f"{plot} .updatemenu-button", has_text="top-down").first.click()
+    page.locator(".ov3d-gl-cams button", has_text="top-down").first.click()  # the presets above the scene
     page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                            arg=plot, timeout=30_000)
     state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
