@@ -85,6 +85,7 @@ class ReportOptions:
             ``paired_per_category``).
         mine: also write the failure-mining lists (``mining_<kind>``): the ``mine_top`` first images per kind for
             each run (per dataset for the cross-run kinds).
+        subset: score only the images of this named image subset of every dataset (``image_subsets``).
     """
 
     protocol: str = "dataset-level"
@@ -115,6 +116,7 @@ class ReportOptions:
     paired: tuple[str, str] | None = None
     mine: bool = False
     mine_top: int = 10
+    subset: str | None = None
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -139,7 +141,7 @@ class ReportOptions:
 
     def view(self, dataset: str, run: str | None = None, **kw) -> View:
         return View(dataset=dataset, run=run, protocol=self.protocol, min_score=self.min_score,
-                    iou=self.status_iou, **kw)
+                    iou=self.status_iou, subset=self.subset, **kw)
 
     def remap_spec(self) -> RemapSpec | None:
         if self.encoder is None:
@@ -773,7 +775,8 @@ def _index_md(report: Report, files: dict[str, dict[str, str]]) -> str:
     if report.config:
         lines.append(f"Config: `{report.config}`  ")
     lines += [f"Protocol: **{o.protocol}**, min score {o.min_score:g}, confusion IoU {o.confusion_iou:g}, class "
-              f"splits {o.n_subsets} x {o.subset_size} classes (seed {o.seed}).", "",
+              f"splits {o.n_subsets} x {o.subset_size} classes (seed {o.seed}). Images: "
+              + ("every image." if o.subset is None else f"only those of the image subset **{o.subset}**."), "",
               "See [README.md](README.md) for units, conventions and notes; [summary.json](summary.json) holds the "
               "main numbers.", "", "## mAP_3D (AP3D, percent)", "", to_markdown(report.tables["map3d"]),
               "## Tables", ""]
@@ -794,6 +797,8 @@ def _readme_md(report: Report) -> str:
            f"--confusion-iou {o.confusion_iou:g} --tide-fg {o.tide_fg:g} --tide-bg {o.tide_bg:g}")
     if o.encoder is not None:
         cmd += f" --encoder {o.encoder} --score-mode {o.score_mode}" + ("" if o.theta is None else f" --theta {o.theta:g}")
+    if o.subset is not None:
+        cmd += f" --subset {o.subset}"
     if o.ci or o.paired:
         cmd += ((" --ci" if o.ci else "") + (f" --paired {','.join(o.paired)}" if o.paired else "")
                 + f" --resamples {o.n_resamples} --level {o.level:g} --ci-method {o.ci_method} "

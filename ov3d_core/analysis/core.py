@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import pandas as pd
+
 from ov3d_core.analysis.diagnostics import Diagnostics
 from ov3d_core.analysis.prompts import Prompts
 from ov3d_core.analysis.recipe import Recipe
@@ -132,6 +134,25 @@ class Analysis(Recipe, Tables, Diagnostics, Prompts, Stats):
                 out.append(RunFailure(spec.dataset, spec.name, str(exc)))
         return out
 
+
+    def methods(self) -> pd.DataFrame:
+        """One row per run name (OV3D-Bench Table 1, as far as a config says it): ``run``, ``description``,
+        ``vocabulary`` ("closed" with a ``closed_vocabulary``, else "open"), ``prompt`` ("per-template files" for a
+        prompt-conditioned run, "class names" else), ``n_templates``, ``trained_on``, ``datasets`` (where it was
+        run) and ``format``."""
+        rows: dict[str, dict] = {}
+        for spec in self.benchmark.config.runs.values():
+            r = rows.setdefault(spec.name, {
+                "run": spec.name, "description": spec.description,
+                "vocabulary": "closed" if spec.closed_vocabulary is not None else "open",
+                "prompt": "per-template files" if spec.per_template else "class names",
+                "n_templates": len(spec.per_template), "trained_on": ", ".join(spec.trained_on), "datasets": [],
+                "format": spec.format})
+            r["datasets"].append(spec.dataset)
+        out = pd.DataFrame(list(rows.values()), columns=["run", "description", "vocabulary", "prompt", "n_templates",
+                                                         "trained_on", "datasets", "format"])
+        out["datasets"] = out["datasets"].map(", ".join)
+        return out
 
     # ------------------------------------------------------------------ the config's inputs (what the CLI reports on)
     def run_entries(self) -> list[tuple[str, str]]:

@@ -96,6 +96,14 @@ def register(sub) -> None:
     p.add_argument("--mine", action="store_true",
                    help="also write the failure-mining lists (mining_<kind>: top images per kind for each run)")
     p.add_argument("--mine-top", type=_positive_int, default=None, help="images per mining list (default: 10)")
+    p.add_argument("--subset", default=None, metavar="NAME",
+                   help="score only the images of this image subset (`image_subsets` of every dataset)")
+    p.add_argument("--paper", action="store_true",
+                   help="write the tables and figures of the four source documents instead, each named after the "
+                        "document's table or figure (ov3dbench_table3_map3d.csv, ...), with PAPER.md: what each "
+                        "file reproduces and what the inputs cannot give")
+    p.add_argument("--figures", default="png", choices=["png", "svg", "html", "none"],
+                   help="format of the --paper figures (default: png; none: their data as CSV only)")
     p.set_defaults(func=run)
 
 
@@ -132,7 +140,8 @@ def run(args) -> int:
                             subset_size=args.subset_size, seed=args.seed, confusion_iou=args.confusion_iou,
                             tide_fg=args.tide_fg, tide_bg=args.tide_bg, encoder=args.encoder, theta=args.theta,
                             score_mode=args.score_mode, remap_runs=runs, boxes=args.boxes,
-                            status_iou=args.status_iou, engine=args.engine, address=args.address)
+                            status_iou=args.status_iou, engine=args.engine, address=args.address,
+                            subset=args.subset)
     if args.engine == "ray" and args.encoder is None:
         raise InputError(CLI, None, "--engine", "--encoder as well (Ray runs the prompt tables only)", "ray")
     a = Analysis.from_yaml(args.config)
@@ -141,6 +150,11 @@ def run(args) -> int:
         if r not in names:
             raise InputError(a.config_file, None, "--paired", f"runs of the config {names}", r)
     a.load_inputs()  # every file is read (and checked) before any scoring: a bad one fails first
+    if args.subset is not None:
+        for d in a.datasets:
+            a.benchmark.image_subset(d, args.subset)  # a subset some dataset lacks: one line naming it
+    if args.paper:
+        return _paper(a, options, out, args.figures)
     n = len(a.run_entries())
 
     def progress(items):
@@ -158,4 +172,20 @@ def run(args) -> int:
     for note in report.notes:
         print(f"note: {note}")
     print(f"wrote {len(written)} files to {out}/ (start at {out / 'index.md'})")
+    return 0
+
+
+def _paper(a, options, out, figure_format: str) -> int:
+    """``--paper``: every artefact of ``ov3d_core.paper`` the inputs allow, and PAPER.md."""
+    from ov3d_core.errors import InputError
+    from ov3d_core.paper import build_paper, write_paper
+
+    result = build_paper(a, options, progress=lambda msg: print(f"paper: {msg}", file=sys.stderr))
+    try:
+        written = write_paper(result, out, figure_format=figure_format)
+    except OSError as exc:
+        raise InputError(str(out), None, None, f"a writable folder ({exc.strerror or exc})") from None
+    for stem, why in result.missing.items():
+        print(f"not written: {stem}: {why}")
+    print(f"wrote {len(written)} files to {out}/ (start at {out / 'PAPER.md'})")
     return 0
