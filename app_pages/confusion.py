@@ -20,6 +20,9 @@ ui.page_header("Confusion", "Rows: ground-truth class; columns: the label of the
 ctx = ui.need_context()
 MISSED = "∅ missed (no match)"
 GALLERY = 24
+#: Examples per gallery row: wide enough for the "Open" and "Runs" buttons side by side under each thumbnail.
+GALLERY_COLUMNS = 4
+THUMB = 240  # px: every thumbnail is this square (the crop centred on it), so the rows line up
 
 
 def _on_cell(rows: list[str], cols: list[str]):
@@ -60,16 +63,17 @@ def _gallery(ctx, run: str, cm, cell: tuple[str, str], level: str, matched_gt: n
     if not examples:
         st.info("No examples in this cell.")
         return
-    cols = st.columns(6)
     for k, (image_id, g, p, iou) in enumerate(examples):
-        with cols[k % 6]:
+        if k % GALLERY_COLUMNS == 0:  # one row of columns per row of examples: each row starts level
+            cols = st.columns(GALLERY_COLUMNS)
+        with cols[k % GALLERY_COLUMNS].container(key=f"cm_example_{k}"):
             path = cache.readable(b.image_path(ctx.dataset, image_id))
             box = ds.gt.box2d[g] if p is None else pred.box2d[p]
             if path is not None and np.all(np.isfinite(box)) and box[2] > box[0]:
-                st.image(cache.thumbnail(path, tuple(float(v) for v in box)), width="stretch")
-            cap = f"GT **{ui.md(ds.gt.category[g])}**"
-            cap += f" → **{ui.md(pred.category[p])}** {pred.score[p]:.2f} · IoU {iou:.2f}" if p is not None else " · missed"
-            st.caption(f"image {image_id} · {cap}")
+                st.image(cache.thumbnail(path, tuple(float(v) for v in box), size=THUMB, square=True),
+                         width="stretch")
+            else:
+                st.image(cache.thumbnail_placeholder(THUMB), width="stretch")
             b1, b2 = st.columns(2)
             if b1.button("Open", key=f"open_{k}", icon=":material/open_in_new:", width="stretch",
                          help="This image in the scene inspector, the box highlighted."):
@@ -79,6 +83,9 @@ def _gallery(ctx, run: str, cm, cell: tuple[str, str], level: str, matched_gt: n
                          help="The object view: every run's box and label on this GT object."):
                 ui.set_state(gt_row=int(g))
                 st.switch_page("app_pages/object.py")
+            cap = f"GT **{ui.md(ds.gt.category[g])}**"
+            cap += f" → **{ui.md(pred.category[p])}** {pred.score[p]:.2f} · IoU {iou:.2f}" if p is not None else " · missed"
+            st.caption(f"image {image_id} · {cap}")
     if total > GALLERY:
         st.caption(f"Showing the {GALLERY} best-overlapping of {total}.")
 

@@ -557,8 +557,10 @@ def _image_errors(path: str):
 
 # ================================================================================================ thumbnails
 @st.cache_data(show_spinner=False, max_entries=2048)
-def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160, pad: float = 0.15) -> bytes:
-    """A PNG crop of ``box`` (x1, y1, x2, y2 pixels, padded by ``pad`` of its size) from an image file."""
+def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160, pad: float = 0.15,
+              square: bool = False) -> bytes:
+    """A PNG crop of ``box`` (x1, y1, x2, y2 pixels, padded by ``pad`` of its size) from an image file; with
+    ``square``, centred on a ``size`` x ``size`` canvas, so that a gallery's thumbnails line up."""
     from PIL import Image, ImageDraw
 
     with _image_errors(path):
@@ -573,8 +575,22 @@ def thumbnail(path: str, box: tuple[float, float, float, float], size: int = 160
     draw = ImageDraw.Draw(crop)
     draw.rectangle([x1 - int(cx1), y1 - int(cy1), x2 - int(cx1), y2 - int(cy1)], outline=(255, 200, 0), width=2)
     crop.thumbnail((size, size))
+    if square:
+        canvas = Image.new("RGB", (size, size), (38, 39, 48))
+        canvas.paste(crop, ((size - crop.width) // 2, (size - crop.height) // 2))
+        crop = canvas
     buf = io.BytesIO()
     crop.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def thumbnail_placeholder(size: int = 160) -> bytes:
+    """An empty ``size`` x ``size`` PNG: a gallery's place for an example without a readable image or box."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size), (38, 39, 48)).save(buf, format="PNG")
     return buf.getvalue()
 
 

@@ -1,0 +1,89 @@
+"""Issue 25, item 12: the confusion-cell gallery in a real browser (``streamlit run`` on the tiny demo, headless
+Chromium). At six columns its "Open" buttons were cut to "O..." and its thumbnails, each as tall as its crop's
+aspect made it, left the rows ragged. Now: four examples a row, each row its own columns, every thumbnail the same
+square; every button label is shown whole and every row of thumbnails starts and ends level."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.app.test_browser import ARGS, CHROMIUM, open_page, wait_idle
+
+DS = "demo_outdoor"
+
+
+@pytest.fixture(scope="module")
+def cell(tiny_demo):
+    """The (run, gt class, predicted class, n) of the fullest cell on DS: a gallery of more than one row."""
+    from ov3d_core.analysis import Analysis
+
+    a = Analysis.from_yaml(tiny_demo / "benchmark.yaml")
+    best = (0, None, None, None)
+    for run in a.runs(DS):
+        cm = a.confusion(a.view(DS, run), level="fine").compact()
+        for g in cm.class_names:
+            for p in cm.class_names:
+                best = max(best, (len(cm.cell_pairs(g, p)), run, g, p), key=lambda t: t[0])
+    n, run, g, p = best
+    assert n >= 5, "the tiny demo has no confusion cell of two gallery rows"
+    return run, g, p, n
+
+
+@pytest.fixture(scope="module")
+def page(tiny_demo, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    from tests.app.live import serve
+
+    log = tmp_path_factory.mktemp("gallery_server") / "streamlit.log"
+    with serve(log, env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _), sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(tmp_path_factory.mktemp("gallery_profile")),
+                                                   executable_path=CHROMIUM, headless=True, args=ARGS,
+                                                   viewport={"width": 1500, "height": 1100})
+        pg = ctx.new_page()
+        pg.set_default_timeout(90_000)
+        try:
+            yield url, pg
+        finally:
+            ctx.close()
+
+
+_CUT = """(root) => [...root.querySelectorAll('button')].filter(b => /Open|Runs/.test(b.textContent)
+                                                          && b.getBoundingClientRect().width > 0).map(b => {
+    const cut = [...b.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0);
+    return {text: b.textContent.trim(), cut: cut.length, width: b.getBoundingClientRect().width};
+})"""
+
+_THUMBS = """(root) => [...root.querySelectorAll('[data-testid="stImage"] img')]
+                               .filter(i => i.getBoundingClientRect().width > 0).map(i => {
+    const r = i.getBoundingClientRect(); return {top: Math.round(r.top), height: r.height, width: r.width};
+})"""
+
+
+def test_gallery_buttons_are_whole_and_thumbnails_line_up(page, cell):
+    url, pg = page
+    run, g, p, n = cell
+    query = urlencode({"ds": DS, "run": run, "cell": f"{g}|{p}"})
+    open_page(pg, f"{url}/confusion?{query}", "Confusion")
+    pg.locator("h3", has_text=f"{n} examples").first.wait_for(timeout=60_000)
+    wait_idle(pg)
+    main = pg.locator('[data-testid="stMainBlockContainer"]').first
+    assert pg.locator('[data-testid="stException"]').count() == 0
+    shown = min(n, 24)
+
+    buttons = main.evaluate(_CUT)
+    assert len(buttons) == 2 * shown, buttons
+    assert all(b["text"].endswith(("Open", "Runs")) for b in buttons), buttons
+    cut = [b for b in buttons if b["cut"]]
+    assert not cut, f"labels cut short: {cut}"
+
+    thumbs = main.evaluate(_THUMBS)
+    assert len(thumbs) == shown, thumbs
+    heights = {round(t["height"]) for t in thumbs}
+    assert max(heights) - min(heights) <= 1, f"ragged thumbnails: {sorted(heights)}"
+    rows: dict[int, list] = {}
+    for t in thumbs:
+        rows.setdefault(t["top"], []).append(t)
+    assert len(rows) == -(-shown // 4), f"rows of thumbnails by top edge: {sorted(rows)}"  # 4 a row, level
