@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from ov3d_core.eval.matching import STATE_FP, STATE_TP
+from ov3d_core.eval.ordering import read_only
 
 __all__ = ["Streams", "accumulate_weighted", "accumulate_resamples"]
 
@@ -55,11 +56,22 @@ class Streams(NamedTuple):
 
     def full(self, w: np.ndarray, rec_thrs: np.ndarray):
         """:func:`accumulate_weighted` under the integer image weights ``w (n_img,)``."""
-        return accumulate_weighted(self, np.ascontiguousarray(w, np.int64).astype(np.float64), rec_thrs)
+        w = np.ascontiguousarray(w, np.int64).astype(np.float64)
+        return accumulate_weighted(self.kernel_args(), *read_only(w, _thresholds(rec_thrs)))
 
     def resampled(self, weights: np.ndarray, rec_thrs: np.ndarray, block: int = 32):
         """:func:`accumulate_resamples` for the rows of ``weights (B, n_img)``."""
-        return accumulate_resamples(self, np.ascontiguousarray(weights, np.int32), rec_thrs, int(block))
+        weights = np.ascontiguousarray(weights, np.int32)
+        return accumulate_resamples(self.kernel_args(), *read_only(weights, _thresholds(rec_thrs)), int(block))
+
+    def kernel_args(self) -> "Streams":
+        """The streams with read-only arrays: whatever the caller holds (a drawn resample matrix is read-only, a
+        sliced one writable; thresholds either), the kernels see one variant, the one the warm-up compiles."""
+        return Streams(*read_only(*self))
+
+
+def _thresholds(rec_thrs) -> np.ndarray:
+    return np.ascontiguousarray(rec_thrs, np.float64)
 
 
 class _Walk(NamedTuple):
