@@ -158,11 +158,16 @@ def process_image(spec: DatasetSpec, index: int, seed: int, *, render_images: bo
                        for t in run.templates}
             per_t = D.simulate_prompted(run, scene, gts, scene_rng(seed, spec, index, purpose=purpose), streams,
                                         dims_table, table)
-            for t, preds in per_t.items():
-                ids = [spec.category_id(p.category) for p in preds]
-                names = [p.category for p in preds]
-                recs = (D.prediction_json if json_records else D.prediction_records)(preds, image_id, K, ids, names)
-                runs[output_key(run, t)] = (recs, None)
+            # the records of every template in one call (a record does not depend on the batch), then split
+            preds = [p for t in run.templates for p in per_t[t]]
+            ids = [spec.category_id(p.category) for p in preds]
+            recs = (D.prediction_json if json_records else D.prediction_records)(
+                preds, image_id, K, ids, [p.category for p in preds])
+            start_t = 0
+            for t in run.templates:
+                n_t = len(per_t[t])
+                runs[output_key(run, t)] = (recs[start_t:start_t + n_t], None)
+                start_t += n_t
     for run, preds in zip(single, all_preds):
         if run.format == "cubercnn-pth":
             ids = [run.closed_vocabulary.index(p.category) for p in preds]

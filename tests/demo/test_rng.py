@@ -258,8 +258,8 @@ def group_digests(folder) -> dict:
             continue  # benchmark.yaml and manifest.json: the config and the build's record, not generator output
         if rel.startswith("runs/") and rel.split("/")[1].split("__")[0] not in PRE_SESSION_RUNS:
             continue
-        if rel.startswith(NEW_FOLDERS):
-            continue
+        if rel.startswith(NEW_FOLDERS) or any(part.startswith(".") for part in rel.split("/")):
+            continue  # new files, and caches a Benchmark over the build writes (.ov3d_cache/): not generator output
         data = p.read_bytes()
         if rel.endswith("/gt.json"):
             doc = json.loads(data)
