@@ -89,12 +89,13 @@ def _sidebar_source() -> None:
                          help="Upload GT and prediction files, or scan a folder on the server (Data source page).")
 
 
-def _sidebar_selection(cat: dict) -> None:
+def _sidebar_selection(cat: dict, subsets_of=lambda ds: ()) -> None:
     datasets = cat["datasets"]
     fixes = S.sanitize({k: st.session_state.get(k) for k in ("dataset", "runs", "focus_run")}, datasets=datasets,
                        runs_of=lambda d: cat["runs"].get(d, []))
     st.session_state.update(fixes)
     st.sidebar.selectbox("Dataset", datasets, **ui.bind("dataset"))
+    _sidebar_subset(list(subsets_of(ui.get("dataset"))))
     runs = cat["runs"].get(ui.get("dataset"), [])
     st.sidebar.multiselect("Runs", runs, placeholder="all runs", help="Empty: every run on the dataset.",
                            **ui.bind("runs"))
@@ -107,6 +108,23 @@ def _sidebar_selection(cat: dict) -> None:
     st.sidebar.select_slider("IoU for TP / FP / FN", options=list(S.IOU_CHOICES),
                              help="3D IoU at which the inspector and tables mark boxes as TP, FP or FN.",
                              **ui.bind("iou"))
+
+
+def _sidebar_subset(subsets: list[str]) -> None:
+    """The image-subset selector (all images, or one of the dataset's ``image_subsets``): every page scores only
+    its images (``Context.view``). A name the dataset lacks (an old link, another dataset) is said, then dropped."""
+    chosen = ui.get("subset")
+    if chosen is not None and chosen not in subsets:
+        st.warning(f"Dataset **{ui.md(ui.get('dataset'))}** has no image subset **{ui.md(chosen)}** (its subsets: "
+                   f"{', '.join(ui.md(n) for n in subsets) or 'none'}): showing all images.",
+                   icon=":material/warning:")
+        ui.set_state(subset=None)
+    if not subsets:
+        return
+    st.sidebar.selectbox("Images", [None, *subsets], format_func=lambda n: "all images" if n is None else n,
+                         help="Score every page on one of the dataset's image subsets (`image_subsets` in the "
+                              "benchmark config: the prompt probe, the runtime subset), GT and predictions alike.",
+                         **ui.bind("subset"))
 
 
 def _sidebar_lab_meeting() -> None:
@@ -208,13 +226,13 @@ def main() -> None:
             cat = cache.catalog(key)
             if not cat["datasets"]:
                 raise InputError(cfg, None, "datasets", "at least one dataset", "none")
-            _sidebar_selection(cat)
+            _sidebar_selection(cat, cache.benchmark(key).image_subsets)
             ds = ui.get("dataset")
             all_runs = tuple(cat["runs"].get(ds, []))
             st.session_state["_ctx"] = ui.Context(
                 cfg_key=key, dataset=ds, runs=tuple(S.active_runs(st.session_state, list(all_runs))),
                 all_runs=all_runs, protocol=ui.get("protocol"), min_score=float(ui.get("min_score")),
-                iou=float(ui.get("iou")))
+                iou=float(ui.get("iou")), subset=ui.get("subset"))
             where = "Demo benchmark" if ui.get("source") == "demo" else Path(cache.path_of(key)).name
             st.sidebar.caption(f"{ui.md(where)} · {ui.md(cat['name'])}")
     except Exception as exc:  # noqa: BLE001 - a bad source is a message, never a traceback

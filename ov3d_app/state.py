@@ -65,6 +65,7 @@ KEYS: tuple[Key, ...] = (
     Key("protocol", "dataset-level", "choice", "proto", PROTOCOLS, doc="evaluation protocol"),
     Key("min_score", 0.0, "float", "thr", lo=0.0, hi=1.0, doc="score threshold applied before scoring"),
     Key("iou", 0.25, "choice", "iou", IOU_CHOICES, doc="3D IoU at which TP/FP/FN statuses are drawn"),
+    Key("subset", None, "str", "sub", doc="image subset of the dataset scored on every page (None: all images)"),
     # selection that several pages share
     Key("category", None, "str", "cat", doc="selected category (overview bar / leaderboard)"),
     Key("focus_run", None, "str", "run", doc="selected run (leaderboard row / confusion / oracle)"),
@@ -103,8 +104,8 @@ KEYS: tuple[Key, ...] = (
 
 #: Keys that name things of one benchmark (its dataset, runs, a class, an image, a box): back to their defaults when
 #: the user switches the data source, so that nothing of the previous benchmark is carried over.
-BENCHMARK_KEYS: tuple[str, ...] = ("dataset", "runs", "category", "focus_run", "image_id", "f_classes", "f_run",
-                                   "highlight", "conf_classes", "conf_cell", "gt_row")
+BENCHMARK_KEYS: tuple[str, ...] = ("dataset", "runs", "subset", "category", "focus_run", "image_id", "f_classes",
+                                   "f_run", "highlight", "conf_classes", "conf_cell", "gt_row")
 
 #: Per page (its URL path, ``ui.PAGES``): the keys of that page's own view that a pinned view's title names, besides
 #: the shared dataset, run, protocol, score threshold and IoU (``selection.pinned_title``). A key of another page (the

@@ -162,12 +162,15 @@ class Context:
     protocol: str
     min_score: float
     iou: float
+    subset: str | None = None    # image subset of the dataset (None: every image)
 
     def view(self, run: str | None = None, **changes):
-        """The ``ov3d_core.View`` of the sidebar's selection for ``run`` (other fields overridable)."""
+        """The ``ov3d_core.View`` of the sidebar's selection for ``run`` (other fields overridable): every page's
+        views are built here, so the sidebar's image subset reaches every number."""
         from ov3d_core.analysis import View
 
-        fields = {"dataset": self.dataset, "protocol": self.protocol, "min_score": self.min_score, "iou": self.iou}
+        fields = {"dataset": self.dataset, "protocol": self.protocol, "min_score": self.min_score, "iou": self.iou,
+                  "subset": self.subset}
         return View(run=run, **{**fields, **changes})
 
 
@@ -184,9 +187,23 @@ def need_context() -> Context:
         st.stop()
     if not ctx.all_runs:
         st.info(f"Dataset **{md(ctx.dataset)}** has no runs (prediction files) in this benchmark config.")
+    if ctx.subset is not None:
+        subset_notice(ctx)
     st.session_state[_WARN_SLOT] = st.empty()
     show_load_warnings()
     return ctx
+
+
+def subset_notice(ctx: Context) -> None:
+    """Under the page header: the image subset every number of the page is computed on, and its size."""
+    from ov3d_app import cache
+
+    with guard("The image subset"):
+        a = cache.analysis(ctx.cfg_key)
+        n = len(a.view_dataset(ctx.view()).images)
+        total = len(a.view_dataset(ctx.view(subset=None)).images)
+        st.info(f"Images: subset **{md(ctx.subset)}** of {md(ctx.dataset)}, {n} of its {total} images. Every number "
+                "on this page is computed on these images only (sidebar: Images).", icon=":material/filter_alt:")
 
 
 def warning_text(w) -> str:
