@@ -32,6 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ov3d_core.errors import InputError
+from ov3d_core.io._validate import read_bytes
+from ov3d_core.io.config import known_template_ids, parse_config
+from ov3d_core.io.jsontext import parse_json
+from ov3d_core.io.kitti import KITTI_TYPES
+from ov3d_core.io.predictions import _read_pth
+from ov3d_core.io.yaml_safe import Kind, load_yaml_bytes
 
 SKIP_DIRS = {".ov3d_cache", "__pycache__", "node_modules", ".git"}
 MAX_DEPTH = 8
@@ -83,6 +89,8 @@ class FoundRun:
     crops: Path | None = None
     disabled: str = ""             # why the run is written commented out
     name_note: str = "guessed from the file or folder name"
+    template: str | None = None    # the prompt template of a per-template file (<run>__<dataset>__<template>)
+    per_template: dict[str, Path] = field(default_factory=dict)  # a prompt-conditioned run: template -> file
 
 
 @dataclass
@@ -132,9 +140,6 @@ def _int_ids(values) -> frozenset | None:
 
 
 def _read_json_file(p: Path):
-    from ov3d_core.io._validate import read_bytes
-    from ov3d_core.io.jsontext import parse_json
-
     try:
         return parse_json(str(p), read_bytes(p)), None
     except InputError as exc:
@@ -233,8 +238,6 @@ def _images_root(gt: Path, folder: Path, file_paths: list) -> tuple[Path | None,
 
 def _kitti_txt_fields(folder: Path) -> tuple[int, list[Path]] | None:
     """Values per line of the first non-empty line in a folder of digit-named .txt files (None if not such)."""
-    from ov3d_core.io.kitti import KITTI_TYPES
-
     txts = sorted(f for f in folder.glob("*.txt") if f.stem.isascii() and f.stem.isdigit())
     if not txts:
         return None
@@ -282,8 +285,6 @@ def _kitti_name(label_dir: Path, folder: Path) -> str:
 
 
 def _classify_pth(p: Path, scan: Scan) -> None:
-    from ov3d_core.io.predictions import _read_pth
-
     try:
         cols, meta = _read_pth(p)
         recs = [cols.record(i) for i in range(len(cols))]
@@ -367,7 +368,8 @@ def run_name(path: str | os.PathLike, *, fmt: str = "auto", dataset: str | None 
     prediction file (or a KITTI result folder) at ``path``, of format ``fmt``, on dataset ``dataset`` among
     ``datasets``:
 
-    1. ``<run>__<dataset>.json`` (the demo's files): ``<run>``;
+    1. ``<run>__<dataset>.json`` (the demo's files) and ``<run>__<dataset>__<template id>.json`` (one file per prompt
+       template of a prompt-conditioned run, :func:`template_of`): ``<run>``;
     2. a file stem that names something (not ``omni_instances_results`` / ``instances_predictions`` / ``data`` /
        ``*_output_results``, not the dataset's name): the stem (``_output_results`` cut from DetAny3D's names);
     3. otherwise the nearest folder above it whose name is neither generic (``GENERIC_DIRS``) nor a dataset's;
@@ -377,7 +379,9 @@ def run_name(path: str | os.PathLike, *, fmt: str = "auto", dataset: str | None 
     path = Path(path)
     stem = path.name if fmt == "kitti" else path.stem
     if "__" in stem:  # <run>__<dataset> (the demo's naming)
-        head, tail = stem.rsplit("__", 1)
+        if template_of(path, fmt=fmt, dataset=dataset) is not None:
+            stem = stem.rsplit("__", 1)[0]
+        head, tail = stem.rsplit("__", 1) if "__" in stem else (stem, "")
         if dataset is not None and tail == dataset and head:
             return head
     if fmt == "detany3d-json" or (fmt == "auto" and stem.endswith("_output_results")):
@@ -390,6 +394,41 @@ def run_name(path: str | os.PathLike, *, fmt: str = "auto", dataset: str | None 
         if q.name and q.name.lower() not in GENERIC_DIRS and q.name not in ds_names:
             return q.name
     return stem
+
+
+def template_of(path: str | os.PathLike, *, fmt: str = "auto", dataset: str | None = None) -> str | None:
+    """The prompt template a prediction file is for, when its name says so: ``<run>__<dataset>__<template id>`` with
+    a known template id (U1-U5, S1-S5, O1-O5, PB-<type>, ...: ``known_template_ids``) and ``dataset`` the run's
+    dataset; else None."""
+    path = Path(path)
+    stem = path.name if fmt == "kitti" else path.stem
+    parts = stem.rsplit("__", 2)
+    if len(parts) == 3 and parts[0] and (dataset is None or parts[1] == dataset) and \
+            parts[2] in known_template_ids():
+        return parts[2]
+    return None
+
+
+def _group_templates(runs: list[FoundRun]) -> list[FoundRun]:
+    """One run per (dataset, name) of the per-template files: ``per_template`` in template order (the known ids'
+    order), ``path`` the default template's file (S1 when there is one, else the first)."""
+    order = {t: i for i, t in enumerate(known_template_ids())}
+    out, groups = [], {}
+    for r in runs:
+        if r.template is None or r.dataset is None:
+            out.append(r)
+            continue
+        key = (r.dataset.name, r.name)
+        if key not in groups:
+            groups[key] = r
+            out.append(r)
+        groups[key].per_template[r.template] = r.path
+    for r in groups.values():
+        r.per_template = dict(sorted(r.per_template.items(), key=lambda kv: order.get(kv[0], len(order))))
+        r.path = r.per_template.get("S1", next(iter(r.per_template.values())))
+        r.summary = f"{len(r.per_template)} prompt templates (one file each): {r.summary}"
+        r.name_note = "guessed from the file names (<run>__<dataset>__<template>)"
+    return out
 
 
 def unique_names(names: Iterable[str]) -> list[str]:
@@ -467,11 +506,13 @@ def scan_folder(folder: str | Path, out_dir: str | Path | None = None, *,
     for run in scan.runs:
         _assign(run, scan.datasets)
         run.name = _run_name(run, scan.datasets)
+        run.template = template_of(run.path, fmt=run.format, dataset=run.dataset.name if run.dataset else None)
         if run.path.resolve() in given:
             run.name, run.name_note = given[run.path.resolve()], "as given"
         stem = run.path.parent / (run.path.stem if run.path.is_file() else run.path.name)
         if stem in crops:
             run.crops = crops.pop(stem)
+    scan.runs = _group_templates(scan.runs)
     for ds in scan.datasets:
         mine = [r for r in scan.runs if r.dataset is ds]
         for r, name in zip(mine, unique_names(r.name for r in mine)):
@@ -589,7 +630,15 @@ def render_yaml(scan: Scan, out_dir: str | Path, *, name: str | None = None, com
             pairs.append(("category_list", _flow(run.category_list), run.category_note))
         if run.crops is not None:
             pairs.append(("crops", _q(_rel(run.crops, out_dir)), "crop descriptors beside the run file"))
+        if run.per_template:
+            default = next(t for t, f in run.per_template.items() if f == run.path)
+            pairs.append(("default_template", _q(default), "its file is `predictions`"))
         _entry(lines, pairs, disabled)
+        if run.per_template:
+            lines.append(("  # " if disabled else "  ") + "  per_template:                      # one prediction file "
+                         "per prompt template (a prompt-conditioned run)")
+            lines += [("  # " if disabled else "  ") + f"    {_q(t)}: {_q(_rel(f, out_dir))}"
+                      for t, f in run.per_template.items()]
         if run.category_note and run.category_list is None:
             _comment(lines, run.category_note)
         if run.disabled:
@@ -620,9 +669,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ov3d_core.io.config import parse_config
-    from ov3d_core.io.yaml_safe import Kind, load_yaml_bytes
-
     folder = Path(args.folder)
     out = Path(args.out) if args.out else folder / "benchmark.yaml"
     if out.exists() and not out.is_file():

@@ -47,9 +47,9 @@ def test_mining_list_and_object_view_in_chromium(live):
     wait_idle(page)
     _no_exception(page)
     assert "gt=" in page.url  # the object is in the URL: the view can be shared and pinned
-    assert page.locator("h3", has_text=re.compile(r"\d+ of 5 runs localise this")).count() == 1
+    assert page.locator("h3", has_text=re.compile(r"\d+ of 6 runs localise this")).count() == 1
     page.locator('[data-testid="stImage"] img').first.wait_for()
-    assert page.locator('[data-testid="stImage"] img').count() == 5  # one crop per run
+    assert page.locator('[data-testid="stImage"] img').count() == 6  # one crop per run
     page.screenshot(path=str(shots / "object.png"))
     print(f"\nscreenshots: {shots}")
 

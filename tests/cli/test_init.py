@@ -66,6 +66,10 @@ def test_demo_folder_gives_the_demo_configs_numbers(demo, tmp_path, capsys):
     for key in json_runs:
         assert written.runs[key].predictions == reference.runs[key].predictions
         assert written.runs[key].crops == reference.runs[key].crops
+        # the prompt-conditioned run: its per-template files grouped under one run, every template found
+        assert written.runs[key].per_template == reference.runs[key].per_template
+        assert written.runs[key].default_template == reference.runs[key].default_template
+    assert any(r.per_template for r in written.runs.values())
     text = out.read_text()
     assert text.count("# - name: cubercnn_star") == 3 and "needs `category_list`" in text
     assert "guessed" in text and "manifest.json" in text.split("# Not used")[1]

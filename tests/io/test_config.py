@@ -232,7 +232,7 @@ def test_the_demo_build_config_loads():
     from ov3d_core.io.config import parse_config
 
     cfg = parse_config(doc, file="benchmark.yaml", base=Path("/demo"))
-    assert len(cfg.datasets) == 3 and len(cfg.runs) == 15
+    assert len(cfg.datasets) == 3 and len(cfg.runs) == 18  # 6 runs x 3 datasets
 
 
 def _mutations(doc, rng: random.Random, secret: str):
