@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = (
                "tables", "scorecache", "compile_notice", "benchmark", "remap", "demo", "viz", "export"}),
     frozenset({"diagnostics"}),
     frozenset({"analysis", "ov3d_core"}),
-    frozenset({"report", "commands", "cli", "__main__"}),
+    frozenset({"report", "paper", "commands", "cli", "__main__"}),  # paper: the papers' tables, laid out like report
     frozenset({"ov3d_app", "app_pages", "app"}),
 )
 NAMES = ("ENGINE", "diagnostics", "analysis", "report/commands/cli", "app")
