@@ -122,3 +122,37 @@ def pr_grid(curves: pd.DataFrame, ops: pd.DataFrame | None, categories: list[str
     fig.update_layout(height=int(panel_height * rows + 80), margin=dict(l=40, r=10, t=60, b=30),
                       legend=dict(orientation="h", yanchor="bottom", y=1.0 + 30 / (panel_height * rows), x=0))
     return fig
+
+
+#: Line style per IoU kind of :func:`ap_vs_iou_figure`.
+IOU_DASH = {"3d": "solid", "2d": "dash"}
+
+
+def ap_vs_iou_figure(curves: pd.DataFrame, *, group: str = "run", title: str | None = None, height: int = 420,
+                     colors: Mapping[str, str] | None = None) -> go.Figure:
+    """AP against the IoU threshold (Pro-Bench Fig. 3): one line per (``group`` value, IoU kind) through
+    (``iou_thr``, ``mAP``) of ``curves`` (rows of ``IoUCurve.to_frame()`` with a ``group`` column: ``iou`` is "3d"
+    or "2d"), a colour per group, solid for 3D IoU and dashed for 2D IoU. Points carry ``customdata``
+    [group, iou kind, threshold]. Thresholds without a finite mAP are left out of their line."""
+    fig = go.Figure()
+    groups = list(dict.fromkeys(curves[group].astype(str).tolist()))
+    colors = dict(colors or class_colors(groups))
+    for g in groups:
+        for kind in ("3d", "2d"):
+            sub = curves[(curves[group].astype(str) == g) & (curves["iou"] == kind)]
+            if not len(sub):
+                continue
+            x, y = sub["iou_thr"].to_numpy(np.float64), sub["mAP"].to_numpy(np.float64)
+            ok = np.isfinite(y)
+            label = f"{g} · {kind.upper()} IoU"
+            fig.add_trace(go.Scatter(
+                x=x[ok], y=y[ok], mode="lines+markers", name=label, legendgroup=g,
+                line=dict(color=colors.get(g), width=2, dash=IOU_DASH.get(kind, "solid")), marker=dict(size=5),
+                customdata=[[g, kind, float(t)] for t in x[ok]],
+                hovertemplate=f"{label}<br>IoU ≥ %{{x:.2f}}<br>mAP %{{y:.1f}}<extra></extra>"))
+    fig.update_xaxes(title="IoU threshold", range=[0, 1], automargin=True, title_standoff=8)
+    fig.update_yaxes(title="mAP (%)", rangemode="tozero", automargin=True, title_standoff=8)
+    fig.update_layout(title=dict(text=title, y=0.98, yanchor="top") if title else None, height=height,
+                      margin=dict(l=60, r=20, t=70 if title else 30, b=50),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
