@@ -14,8 +14,12 @@ import json
 import sys
 from pathlib import Path
 
+from ov3d_core.analysis import View
 from ov3d_core.commands._common import CLI, add_bootstrap_arguments, add_input_arguments, names_list
+from ov3d_core.commands.evaluate import _PairProgress, _analysis, _check_args
+from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import PROTOCOLS, RECALL_KEY, SUMMARY_KEYS
+from ov3d_core.report import json_records
 
 CORRECTION_TEXT = {"holm": "Holm-corrected (family-wise error)", "bh": "Benjamini-Hochberg-corrected (false "
                    "discovery rate)", "none": "not corrected for multiple comparisons"}
@@ -49,9 +53,6 @@ def register(sub) -> None:
 
 def _check(args) -> None:
     """Argument errors before any file is read (InputError: one line, exit 2)."""
-    from ov3d_core.commands.evaluate import _check_args
-    from ov3d_core.errors import InputError
-
     _check_args(args)
     runs, protocols = names_list(args.runs, "--runs"), names_list(args.protocols, "--protocols")
     if protocols:
@@ -69,8 +70,6 @@ def _check(args) -> None:
 
 def _datasets(a, args, need: list[str]) -> list[str]:
     """The datasets to compare on: ``--dataset`` (each must have the runs in ``need``) or every one that has."""
-    from ov3d_core.errors import InputError
-
     asked = names_list(args.dataset, "--dataset")
     for d in asked:
         if d not in a.datasets:
@@ -86,9 +85,6 @@ def _datasets(a, args, need: list[str]) -> list[str]:
 
 def _pairs(a, args) -> list[tuple]:
     """(view A, view B) per dataset."""
-    from ov3d_core.analysis import View
-    from ov3d_core.errors import InputError
-
     every = list(dict.fromkeys(run for _, run in a.run_entries()))
     want = 1 if args.protocols else 2
     runs = args.runs or (every if len(every) == want else None)
@@ -109,8 +105,6 @@ def _pairs(a, args) -> list[tuple]:
 
 
 def _keyed_json(df, key: str, name_a: str, name_b: str) -> dict:
-    from ov3d_core.report import json_records
-
     out = {}
     for r in json_records(df):
         name = r.pop(key)
@@ -154,9 +148,6 @@ def _tiers_text(df, metric: str) -> list[str]:
 def _geometry(a, runs_on: dict, *, tolerate: bool = False) -> None:
     """The pair geometry of every (run, dataset) compared, with evaluate's progress bar while it is computed. A run
     that fails to load is an error (one line), or with ``tolerate`` a note (the tiers leave it out)."""
-    from ov3d_core.commands.evaluate import _PairProgress
-    from ov3d_core.errors import InputError
-
     for d, runs in runs_on.items():
         for r in runs:
             progress = _PairProgress(f"{r}/{d}")
@@ -171,10 +162,6 @@ def _geometry(a, runs_on: dict, *, tolerate: bool = False) -> None:
 
 
 def run(args) -> int:
-    from ov3d_core.analysis import View
-    from ov3d_core.commands.evaluate import _analysis
-    from ov3d_core.report import json_records
-
     _check(args)
     a = _analysis(args)
     boot = {"unit": "image", "n_resamples": args.resamples, "level": args.level, "method": args.ci_method,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from ov3d_core.commands._common import CLI
+from ov3d_core.errors import InputError
+
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="the built-in synthetic demo benchmark",
@@ -25,9 +28,9 @@ def register(sub) -> None:
 def run_build(args) -> int:
     from pathlib import Path
 
-    from ov3d_core.commands._common import CLI
+    # the generator (its shape tables take a second or two to import) loads for this command only, not at every
+    # `ov3d` start (the parser imports every command module)
     from ov3d_core.demo.build import DEFAULT_IMAGES, build_demo
-    from ov3d_core.errors import InputError
 
     images = DEFAULT_IMAGES if args.images is None else args.images
     if not 1 <= images <= 99_999:

@@ -16,8 +16,15 @@ import math
 import sys
 import time
 
+import ov3d_core.benchmark as bm
 from ov3d_core.commands._common import CLI
+from ov3d_core.diagnostics.runtime import MeasuredStage
 from ov3d_core.errors import InputError
+from ov3d_core.remap.cache import EmbeddingStore
+from ov3d_core.remap.encoders import ENCODER_SPEC_HINT, check_encoder_spec, make_encoder
+from ov3d_core.remap.engines import embed
+from ov3d_core.remap.engines.ray_data import check_address
+from ov3d_core.remap.pipeline import embed_run, record_timing
 
 
 def add_encoder_args(p: argparse.ArgumentParser) -> None:
@@ -65,8 +72,6 @@ def _finite(value, option: str, lo: float = 0.0) -> None:
 def check_args(args) -> None:
     """Refuse bad options in one line before anything is loaded (the encoder spec included: a checkpoint that is
     neither a directory nor in the local Hugging Face cache fails here, in well under a second when offline)."""
-    from ov3d_core.remap.encoders import ENCODER_SPEC_HINT, check_encoder_spec
-
     _positive_int(args.chunk_size, "--chunk-size")
     _positive_int(args.batch_size, "--batch-size")
     _finite(args.pad, "--pad")
@@ -75,8 +80,6 @@ def check_args(args) -> None:
     ray_only = {"--address": getattr(args, "address", None),
                 "--gpus-per-worker": getattr(args, "gpus_per_worker", None), "--workers": getattr(args, "workers", None)}
     if engine == "ray":
-        from ov3d_core.remap.engines.ray_data import check_address
-
         check_address(ray_only["--address"])
         _finite(ray_only["--gpus-per-worker"], "--gpus-per-worker")
         _positive_int(ray_only["--workers"], "--workers")
@@ -96,8 +99,6 @@ def check_args(args) -> None:
 
 
 def load_bench(path):
-    import ov3d_core.benchmark as bm
-
     if hasattr(bm, "load_benchmark"):
         return bm.load_benchmark(path)
     return bm.Benchmark.from_yaml(path)
@@ -105,8 +106,6 @@ def load_bench(path):
 
 def embedding_store(bench, cache_dir):
     from pathlib import Path
-
-    from ov3d_core.remap.cache import EmbeddingStore
 
     if cache_dir is None:
         cache_dir = Path(bench.config.cache_dir) / "embeddings"
@@ -116,9 +115,6 @@ def embedding_store(bench, cache_dir):
 def prepare(args):
     """Benchmark, dataset, run, encoder, store and the run's crop embeddings (computed in this process if
     missing)."""
-    from ov3d_core.remap.encoders import make_encoder
-    from ov3d_core.remap.pipeline import embed_run
-
     check_args(args)
     bench = load_bench(args.benchmark)
     ds = bench.dataset(args.dataset)
@@ -134,9 +130,6 @@ def prepare(args):
 def compute(args):
     """The :class:`~ov3d_core.remap.engines.EmbedReport` of ``embed`` with the chosen engine, and the cache entry's
     encoder timing completed with the dataset's image count (None when the engine did not time it)."""
-    from ov3d_core.remap.engines import embed
-    from ov3d_core.remap.pipeline import record_timing
-
     check_args(args)
     kw: dict = {}
     if args.engine == "ray":
@@ -162,8 +155,6 @@ def compute(args):
 
 def timing_line(rep, timing: dict | None) -> str:
     """The ``timing:`` line of ``embed``: the measured semantic stage, or why there is none."""
-    from ov3d_core.diagnostics.runtime import MeasuredStage
-
     m = MeasuredStage.from_timing(timing)
     if m is None:
         return ("timing:  not measured (the ray engine does not time its shards; the local engine does)"

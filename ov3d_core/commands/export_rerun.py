@@ -15,13 +15,14 @@ import math
 import sys
 from pathlib import Path
 
-from ov3d_core.commands._common import CLI, check_output_file, names_list
+from ov3d_core.analysis import Analysis, View
+from ov3d_core.commands._common import CLI, check_output_file, names_list, read_name_list
 from ov3d_core.errors import InputError
+from ov3d_core.eval.constants import PROTOCOLS, STATUS_IOU
+from ov3d_core.export.rerun import MAX_POINTS, RerunMissing, export_rerun, rerun_available
 
 
 def register(sub) -> None:
-    from ov3d_core.eval.constants import PROTOCOLS, STATUS_IOU
-
     p = sub.add_parser("export-rerun", help="write a Rerun recording (.rrd) of images with their boxes, depth and "
                                             "camera (needs the rerun extra)",
                        description="A Rerun recording of images of one dataset: the image, its depth map / point "
@@ -66,8 +67,6 @@ def _int(text: str) -> int | None:
 
 def read_image_ids(path: str | Path) -> list[int]:
     """The image ids of a file: the ``image_id`` column of a CSV whose header has one, else one id a line."""
-    from ov3d_core.commands._common import read_name_list
-
     lines = read_name_list(path)
     if not lines:
         raise InputError(str(path), None, "image_id", "at least one image id")
@@ -112,15 +111,11 @@ def _check_args(args) -> None:
 
 
 def run(args) -> int:
-    from ov3d_core.export.rerun import MAX_POINTS, RerunMissing, rerun_available
-
     _check_args(args)
     if not rerun_available():
         print(f"error: {RerunMissing()}", file=sys.stderr)
         return 2
     ids = parse_ids(args.images, "--images") if args.images is not None else read_image_ids(args.images_file)
-    from ov3d_core.analysis import Analysis, View
-    from ov3d_core.export.rerun import export_rerun
 
     a = Analysis.from_yaml(args.benchmark)
     a.benchmark.dataset_spec(args.dataset)  # an unknown dataset: one line naming the config, before any load

@@ -12,14 +12,22 @@ from __future__ import annotations
 import sys
 import time
 
+from ov3d_core.analysis import Analysis, RemapSpec, View
+from ov3d_core.benchmark import Benchmark
+from ov3d_core.commands._common import CLI, check_output_file
 from ov3d_core.commands.embed import add_encoder_args, check_args
+from ov3d_core.diagnostics.runtime import MeasuredStage
+from ov3d_core.errors import InputError
+from ov3d_core.io.predictions import dataset_category_ids
+from ov3d_core.io.writers import write_cubercnn_json
+from ov3d_core.remap.cache import EmbeddingStore
+from ov3d_core.remap.pipeline import remapped_run
+from ov3d_core.remap.remap import SCORE_MODES
+from ov3d_core.taxonomy import OMNI3D_NAME_TO_ID
 
 
 def category_ids_for(dataset, names) -> dict[str, int]:
     """Ids for the writer: the dataset's own ids, then Omni3D's, then new ids past the largest one."""
-    from ov3d_core.io.predictions import dataset_category_ids
-    from ov3d_core.taxonomy import OMNI3D_NAME_TO_ID
-
     own = {v: k for k, v in dataset_category_ids(dataset).items()}
     out = {}
     nxt = max([*own.values(), *OMNI3D_NAME_TO_ID.values(), -1]) + 1
@@ -33,15 +41,6 @@ def category_ids_for(dataset, names) -> dict[str, int]:
 
 
 def run_remap(args) -> int:
-    from ov3d_core.analysis import Analysis, RemapSpec, View
-    from ov3d_core.benchmark import Benchmark
-    from ov3d_core.commands._common import CLI, check_output_file
-    from ov3d_core.diagnostics.runtime import MeasuredStage
-    from ov3d_core.errors import InputError
-    from ov3d_core.io.writers import write_cubercnn_json
-    from ov3d_core.remap.cache import EmbeddingStore
-    from ov3d_core.remap.pipeline import remapped_run
-
     check_args(args)  # the options shared with `embed` (--chunk-size, --batch-size, --pad, --min-size, --encoder)
     check_output_file(args.out, "--out", folder_must_exist=False)
     if not -1.0 <= args.theta <= 1.0:  # NaN fails this too
@@ -96,8 +95,6 @@ def run_remap(args) -> int:
 
 
 def register(subparsers) -> None:
-    from ov3d_core.remap.remap import SCORE_MODES
-
     p = subparsers.add_parser("remap", help="remap a run's labels with a VLM (SigLIPv2 remapping)",
                               description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     add_encoder_args(p)

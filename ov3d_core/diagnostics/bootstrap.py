@@ -62,9 +62,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ov3d_core.eval.ap import APInputs, APParams, FixedMatching, fixed_matching
-from ov3d_core.eval.labels import _readonly
 from ov3d_core.diagnostics.bootstrap_kernel import Streams
+from ov3d_core.diagnostics.distance import _detection_order, evaluate_distance_view
+from ov3d_core.eval.ap import APInputs, APParams, FixedMatching, fixed_matching
+from ov3d_core.eval.labels import _readonly, gt_codes
 from ov3d_core.eval.matching import STATE_FP, STATE_IGNORED, STATE_TP
 from ov3d_core.eval.ordering import stable_bucket
 
@@ -395,8 +396,6 @@ _ODS_ERRORS = ("ATE", "AOE", "ASE", "AOE_sym", "AOE_canonical")
 
 def _ods_streams(gt, pred, view, result, gt_label, gt_ignore):
     """Streams of a 3D-MOOD centre-distance evaluation (one segment per class) and the dense image keys."""
-    from ov3d_core.diagnostics.distance import _detection_order
-
     p = result.params
     keys = np.unique(np.concatenate([gt.image_id, pred.image_id]))
     gi, pi = np.searchsorted(keys, gt.image_id), np.searchsorted(keys, pred.image_id)
@@ -432,9 +431,6 @@ def _ods_numbers(ap_tk: np.ndarray, err_etk: np.ndarray) -> np.ndarray:
 
 
 def _distance_eval(gt, pred, view, params, gt_label, gt_ignore):
-    from ov3d_core.diagnostics.distance import evaluate_distance_view
-    from ov3d_core.eval.labels import gt_codes
-
     gl = gt_codes(gt.category, view.vocabulary) if gt_label is None else np.asarray(gt_label, np.int64)
     gi = np.asarray(gt.ignore if gt_ignore is None else gt_ignore, bool)
     res = evaluate_distance_view(gt, pred, view, params=params, gt_label=gl, gt_ignore=gi)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ov3d_core.eval.ap import APInputs, APParams
+from ov3d_core.eval.ap import APInputs, APParams, map3d, matches_at
+from ov3d_core.eval.labels import LabelView
 
 __all__ = ["remap_features", "split_images", "CalibrationResult", "calibrated_acceptance",
            "calibrated_acceptance_from_remap"]
@@ -117,8 +118,6 @@ def calibrated_acceptance(inputs: APInputs, features, fixed_keep, *, n_categorie
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from ov3d_core.eval.ap import map3d, matches_at
-
     params = params or APParams()
     K = int(n_categories)
     if isinstance(features, pd.DataFrame):
@@ -197,8 +196,6 @@ def calibrated_acceptance_from_remap(gt, pred, pairs, remap, vocabulary, *, size
 
     ``size`` = "volume" (w·h·l of the predicted box) or "area" (2D crop area). Other keywords go to
     :func:`calibrated_acceptance`."""
-    from ov3d_core.eval.labels import LabelView
-
     params = params or APParams()
     view = LabelView(np.asarray(remap.label, np.int64), np.nan_to_num(np.asarray(remap.score, np.float64)),
                      np.ones(len(pred), bool), tuple(vocabulary))

@@ -72,6 +72,7 @@ import pandas as pd
 from numba import njit
 
 from ov3d_core.eval.grouping import dense_image_keys
+from ov3d_core.eval.labels import gt_codes
 from ov3d_core.geometry.boxes import rotation_y, yaw_of
 from ov3d_core.geometry.iou2d import paired_iou_2d
 
@@ -678,8 +679,6 @@ def evaluate_distance_view(gt, pred, view, *, params=None, mode: str = "3dmood",
     ``proximity`` flag; 3D-MOOD uses it for Argoverse 2). ``base_classes`` adds ODS_Base / ODS_Novel.
     ``image_height`` (per GT row) lets "3dmood-compat" use 3D-MOOD's own GT ignore flag (:func:`mood_gt_ignore`);
     without it ``gt.ignore`` is used. An explicit ``gt_ignore`` always wins."""
-    from ov3d_core.eval.labels import gt_codes
-
     if mode not in DISTANCE_MODES:
         raise ValueError(f"mode: expected one of {', '.join(DISTANCE_MODES)}, got {mode!r}")
     gl = gt_codes(gt.category, view.vocabulary) if gt_label is None else np.asarray(gt_label, np.int64)

@@ -27,8 +27,10 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ov3d_core.diagnostics.protocol_comparison import removed_predictions
+from ov3d_core.eval.ap import evaluate_view
 from ov3d_core.eval.grouping import argmax_by_group, pair_index
-from ov3d_core.eval.protocols import CROSS_CLASS_IOU
+from ov3d_core.eval.protocols import CROSS_CLASS_IOU, target_aware_view
 from ov3d_core.eval.scoring import RECALL_IOU, STATUS_IOU
 
 __all__ = ["Ranking", "ObjectView", "cross_class_false_positives", "oracle_gain", "run_disagreement",
@@ -118,10 +120,6 @@ def oracle_gain(dataset, run, score, *, iou: float = STATUS_IOU, exact_top: int 
     rule), ``max_iou_other``. Images: ``n_removed_fp`` (the value), ``n_cross_class``, and ``ap_gain``: AP3D with
     only that image's removals applied minus the dataset-level AP3D (exact, for the ``exact_top`` best-ranked
     images; NaN below)."""
-    from ov3d_core.diagnostics.protocol_comparison import removed_predictions
-    from ov3d_core.eval.ap import evaluate_view
-    from ov3d_core.eval.protocols import target_aware_view
-
     view = score.view
     oracle = target_aware_view(view, run.pred.image_id, dataset.gt.image_id, score.gt_label, dataset.gt.ignore,
                                count_ignored_as_present=count_ignored_as_present)

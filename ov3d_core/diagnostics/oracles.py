@@ -20,6 +20,7 @@ import pandas as pd
 from ov3d_core.eval.ap import APInputs, APParams, map3d, matches_at
 from ov3d_core.eval.grouping import argmax_by_group, pair_index
 from ov3d_core.geometry.boxes import corners_from_pose
+from ov3d_core.geometry.iou3d import paired_iou_3d
 
 __all__ = ["ORACLE_FACTORS", "OracleResult", "monocular_oracles", "monocular_oracles_view"]
 
@@ -90,8 +91,6 @@ def monocular_oracles(inputs: APInputs, *, n_categories: int, gt_center, gt_dims
         min_iou, min_iou2d: thresholds of "best3d" / "best2d".
         factors: subset of ("depth", "size", "rotation", "all").
     """
-    from ov3d_core.geometry.iou3d import paired_iou_3d
-
     params = params or APParams()
     K = int(n_categories)
     gc = np.asarray(gt_center, np.float64).reshape(-1, 3)

@@ -11,11 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ov3d_core.eval.protocols import (
-    CROSS_CLASS_IOU,
-    images_with_gt_view,
-    target_aware_view,
-)
+from ov3d_core.eval.ap import APParams, evaluate_ap
+from ov3d_core.eval.labels import gt_codes
+from ov3d_core.eval.protocols import CROSS_CLASS_IOU, images_with_gt_view, target_aware_view
 
 __all__ = ["ProtocolComparison", "removed_predictions", "compare_protocols", "compare_protocols_boxes"]
 
@@ -168,8 +166,6 @@ def compare_protocols(pairs, view, *, gt_image: np.ndarray, gt_label: np.ndarray
         pred_order: tie-break key among equal scores (``evaluate_ap``).
         keep_results: keep both ``APResult`` objects in the result.
     """
-    from ov3d_core.eval.ap import APParams, evaluate_ap
-
     params = APParams.omni3d_3d() if params is None else params
     base = images_with_gt_view(view, pred_image, gt_image, gt_label) if only_images_with_gt else view
     oracle = target_aware_view(base, pred_image, gt_image, gt_label, gt_ignore,
@@ -207,9 +203,6 @@ def compare_protocols_boxes(gt, pred, pairs, view, params=None, *, proximity: bo
     when ``params.range_variable == "area"``); ``proximity`` overrides ``params.proximity`` (``Dataset.proximity``).
     ``options`` are passed on (``count_ignored_as_present``, ``only_images_with_gt``, ``overlap_threshold``, ...).
     """
-    from ov3d_core.eval.ap import APParams
-    from ov3d_core.eval.labels import gt_codes
-
     params = APParams.omni3d_3d() if params is None else params
     if proximity is not None:
         params = params.with_(proximity=bool(proximity))

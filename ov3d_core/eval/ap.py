@@ -25,14 +25,15 @@ from typing import Sequence
 
 import numpy as np
 
+from ov3d_core.digest import content_key
 from ov3d_core.eval.accumulation import accumulate_precision
+from ov3d_core.eval.grouping import dense_image_keys
+from ov3d_core.eval.labels import gt_codes
 from ov3d_core.eval.matching import STATE_IGNORED, candidate_csr, coco_greedy_match, ignore_records, unmatched_outcome
 from ov3d_core.eval.ordering import argsort_desc_stable, bucket_rows, stable_bucket, truncate_per_group
-from ov3d_core.eval.grouping import dense_image_keys
-from ov3d_core.digest import content_key
-from ov3d_core.memo import Memo
 from ov3d_core.eval.results import APResult, Matches
 from ov3d_core.heap import trim_heap
+from ov3d_core.memo import Memo
 
 __all__ = ["APParams", "APInputs", "FixedMatching", "fixed_matching", "evaluate_ap", "evaluate_ap_pooled",
            "evaluate_view", "evaluate_inputs", "map3d", "matches_at", "single_threshold", "OMNI3D_3D_SUMMARY",
@@ -198,8 +199,6 @@ class APInputs:
         The range values are the boxes' ``depth`` (params.range_variable "depth") or 2D box area ("area"); the pair
         IoU is ``pairs.iou3d`` or ``pairs.iou2d`` by ``params.iou``.
         """
-        from ov3d_core.eval.labels import gt_codes
-
         params = params or APParams()
         if len(view) != len(pred) or pairs.n_pred != len(pred) or pairs.n_gt != len(gt):
             raise ValueError(f"evaluate_view: expected matching sizes, got {len(gt)} GT / {len(pred)} predictions, "

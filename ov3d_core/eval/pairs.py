@@ -20,9 +20,11 @@ import numpy as np
 import pandas as pd
 import xxhash
 
+from ov3d_core.digest import update_digest
 from ov3d_core.eval.grouping import dense_image_keys
 from ov3d_core.eval.threads import kernel_threads
-from ov3d_core.digest import update_digest
+from ov3d_core.geometry.iou2d import paired_iou_2d
+from ov3d_core.geometry.iou3d import candidate_pairs, paired_iou_3d
 from ov3d_core.io import npzstore
 from ov3d_core.memo import Memo
 
@@ -176,9 +178,6 @@ def compute_pairs(gt, pred, *, progress=None, chunk_products: int = 1_000_000, c
             that moves inside an image split into blocks.
         chunk_products, chunk_boxes, chunk_pairs: work budgets per unit.
     """
-    from ov3d_core.geometry.iou2d import paired_iou_2d
-    from ov3d_core.geometry.iou3d import candidate_pairs, paired_iou_3d
-
     n_gt, n_pred = len(gt), len(pred)
     if n_gt == 0 or n_pred == 0:
         if progress is not None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ov3d_core.digest import content_key
+from ov3d_core.eval.assignment import hungarian_matches
 from ov3d_core.eval.constants import RECALL_IOU
 from ov3d_core.eval.matching import greedy_one_to_one
-from ov3d_core.eval.ordering import argsort_desc_stable, pairs_by_pred
-from ov3d_core.digest import content_key
-from ov3d_core.memo import Memo
+from ov3d_core.eval.ordering import argsort_desc_stable, pairs_by_pred, read_only
 from ov3d_core.eval.results import RecallResult
+from ov3d_core.memo import Memo
 
 __all__ = ["class_agnostic_recall", "recall_for_view"]
 
@@ -90,14 +91,12 @@ def _greedy(n_gt, pair_gt, pair_pred, pair_iou, sel, pred_score, pred_order):
         cand = cand[np.argsort(po[cand], kind="stable")]
     order = argsort_desc_stable(pred_score, cand)
     perm, indptr = pairs_by_pred(pair_gt, pair_pred, sel, max(n_gt, 1), n_pred)
-    return greedy_one_to_one(order, indptr, perm, pair_gt, pair_iou, n_gt)
+    return greedy_one_to_one(*read_only(order, indptr, perm, pair_gt, pair_iou), n_gt)  # the one compiled variant
 
 
 def _hungarian(n_gt, n_pred, pair_gt, pair_pred, pair_iou, sel):
     """Maximum total-IoU one-to-one matching over the selected pairs (:func:`ov3d_core.eval.assignment.hungarian_matches`):
     matched prediction and IoU per GT (-1 / NaN when unmatched)."""
-    from ov3d_core.eval.assignment import hungarian_matches
-
     matched = np.full(n_gt, -1, np.int64)
     miou = np.full(n_gt, np.nan)
     g, d, w = pair_gt[sel], pair_pred[sel], pair_iou[sel]

@@ -15,6 +15,7 @@ from ov3d_core.eval.ap import APInputs, APParams, evaluate_ap_pooled, evaluate_v
 from ov3d_core.eval.constants import PROTOCOLS, RECALL_IOU, STATUS_IOU
 from ov3d_core.eval.grouping import best_gt_overlap
 from ov3d_core.eval.labels import LabelView, gt_codes
+from ov3d_core.eval.protocols import target_aware_view
 from ov3d_core.eval.recall import recall_for_view
 from ov3d_core.eval.results import APResult, RecallResult
 from ov3d_core.heap import trim_heap
@@ -29,7 +30,6 @@ def apply_protocol(view: LabelView, dataset, run, protocol: str = "dataset-level
         raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
     if protocol == "dataset-level":
         return view
-    from ov3d_core.eval.protocols import target_aware_view
 
     return target_aware_view(view, run.pred.image_id, dataset.gt.image_id,
                              gt_codes(dataset.gt.category, view.vocabulary), dataset.gt.ignore,

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ov3d_core.errors import InputError
+from ov3d_core.io.pointcloud import load_depth, scene_points
 
 #: The extra that installs rerun-sdk.
 EXTRA_HINT = 'pip install "ov3d-explorer[rerun]"'
@@ -213,8 +214,7 @@ def export_rerun(analysis, view, image_ids: Sequence[int], runs: Sequence[str] |
     Raises ``RerunMissing`` without rerun-sdk, and ``InputError`` for an unknown dataset, run or image id (before
     anything is written)."""
     rr = _import_rerun()
-    from ov3d_core.io.pointcloud import load_depth, scene_points
-    from ov3d_core.viz.image_overlay import STATUS_COLORS, project_segments
+    from ov3d_core.viz.image_overlay import STATUS_COLORS, project_segments  # plotly: only when exporting
 
     t0 = time.perf_counter()
     ids, runs = _check_inputs(analysis, view, image_ids, runs)

@@ -25,6 +25,8 @@ from ov3d_core.io.config import IMAGE_RULE_STREAM, ImageRule
 
 def rule_subset(rule: ImageRule, image_ids: np.ndarray) -> np.ndarray:
     """The sorted ids a rule picks from ``image_ids`` (``n`` must not exceed their number)."""
+    # demo.rng is pure numpy, but importing it runs ov3d_core.demo's __init__ (the whole generator, 1-2 s): paid
+    # only by a benchmark with a rule subset
     from ov3d_core.demo.rng import Stream
 
     ids = np.unique(np.asarray(image_ids, np.int64))

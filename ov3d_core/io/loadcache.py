@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import xxhash
 
+from ov3d_core import model
 from ov3d_core.io import npzstore, progress
 
 T = TypeVar("T")
@@ -193,8 +194,6 @@ class Unsupported(TypeError):
 
 
 def _model_classes() -> dict:
-    from ov3d_core import model
-
     return {c.__name__: c for c in (model.BoxSet, model.Dataset, model.Run)}
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ov3d_core.errors import InputError
+from ov3d_core.geometry.boxes import project_points
 from ov3d_core.io._validate import check_file, check_finite_array
 
 #: Extensions open3d's ``read_point_cloud`` understands.
@@ -199,7 +200,6 @@ def colors_from_image(points, K, image) -> tuple[np.ndarray, np.ndarray]:
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] < 3:
         raise InputError(None, None, "image", "an (H, W, 3) image", got=img.shape)
-    from ov3d_core.geometry.boxes import project_points
 
     uv, front = project_points(pts, K)
     h, w = img.shape[:2]

@@ -13,9 +13,10 @@ from typing import Sequence
 import numpy as np
 
 from ov3d_core.memo import Memo
+from ov3d_core.model import Run
 from ov3d_core.remap.cache import CropEmbeddings, EmbeddingStore, TextEmbeddingCache, class_text_embeddings
 from ov3d_core.remap.engines.local import embed_local
-from ov3d_core.remap.remap import RemapResult, Ranking, decide, rank, similarities, to_label_view
+from ov3d_core.remap.remap import Ranking, RemapResult, decide, rank, similarities, to_label_view
 from ov3d_core.remap.templates import Template, resolve_templates
 
 
@@ -117,8 +118,6 @@ def remapped_run(run, result: RemapResult, class_names: Sequence[str], *, name: 
                  keep_discarded: bool = False):
     """A new ``Run`` whose predictions carry the remapped category and score; discarded boxes are dropped unless
     ``keep_discarded``. Geometry is copied unchanged. ``data["remap_top1"]`` / ``["remap_margin"]`` are added."""
-    from ov3d_core.model import Run
-
     names = np.asarray(list(class_names) + [""], dtype=object)
     label = np.asarray(result.label)
     cat = names[np.where(label >= 0, label, len(class_names))]

@@ -13,6 +13,8 @@ from typing import Callable
 
 import numpy as np
 
+from ov3d_core.eval.labels import LabelView
+
 SCORE_MODES = ("detector", "similarity", "product")
 
 
@@ -208,8 +210,6 @@ def to_label_view(result: RemapResult, vocabulary, *, class_names=None):
     are translated into vocabulary codes by name, -1 where a name is not in the vocabulary. Geometry is untouched:
     only labels, scores and the keep mask change.
     """
-    from ov3d_core.eval.labels import LabelView
-
     vocabulary = tuple(vocabulary)
     label = np.asarray(result.label, dtype=np.int64)
     if class_names is not None and tuple(class_names) != vocabulary:

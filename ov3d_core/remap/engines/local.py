@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from ov3d_core.remap.cache import encode_pending
-from ov3d_core.remap.engines import EmbedReport
+from ov3d_core.remap.encoders import make_encoder
+from ov3d_core.remap.engines.report import EmbedReport
 from ov3d_core.remap.sources import crop_source
 
 
@@ -19,8 +20,6 @@ def embed_local(store, dataset, run, encoder, *, crops_json=None, pad: float = 0
     """
     t0 = time.perf_counter()
     if isinstance(encoder, str):
-        from ov3d_core.remap.encoders import make_encoder
-
         encoder = make_encoder(encoder, device=device, batch_size=batch_size)
     src = crop_source(dataset, run, encoder, crops_json=crops_json, pad=pad, min_size=min_size)
     key, name = encoder.cache_key, getattr(encoder, "name", "")

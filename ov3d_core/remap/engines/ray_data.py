@@ -31,8 +31,11 @@ import numpy as np
 
 from ov3d_core.errors import InputError
 from ov3d_core.remap.cache import chunk_block, encode_rows, text_dim
-from ov3d_core.remap.engines import EmbedReport, ShardFailure
-from ov3d_core.remap.sources import crop_source
+from ov3d_core.remap.crops import load_crops
+from ov3d_core.remap.encoders import EncoderInfo, describe_encoder, make_encoder
+from ov3d_core.remap.engines.local import embed_local
+from ov3d_core.remap.engines.report import EmbedReport, ShardFailure
+from ov3d_core.remap.sources import crop_source, uses_captions
 
 #: Logical CPUs one crop task asks for (cropping is light next to encoding; this leaves the cores to the actors).
 CROP_CPUS = 0.25
@@ -115,7 +118,6 @@ def cut_shard(item: dict) -> dict:
     out.update(pixels=b"", shapes=b"", error="")
     if item["kind"] != "pixels":
         return out
-    from ov3d_core.remap.crops import load_crops
 
     paths = json.loads(item["paths"])
     which = np.frombuffer(item["path_of_row"], np.int32)
@@ -166,8 +168,6 @@ class ShardEncoder:
 
     def __init__(self, encoder, expect_key: str, device: str, batch_size: int | None, threads: int | None = None):
         if isinstance(encoder, str):
-            from ov3d_core.remap.encoders import make_encoder
-
             self.encoder = make_encoder(encoder, device=device, batch_size=batch_size)
         else:  # a factory (custom encoders, tests)
             self.encoder = encoder()
@@ -233,11 +233,7 @@ def _describe(encoder):
     """Key, name and input kind of the encoder, without loading its weights here (a spec) or by building it once
     here (a factory)."""
     if isinstance(encoder, str):
-        from ov3d_core.remap.encoders import describe_encoder
-
         return describe_encoder(encoder)
-    from ov3d_core.remap.encoders import EncoderInfo
-    from ov3d_core.remap.sources import uses_captions
 
     enc = encoder()
     return EncoderInfo(enc.cache_key, getattr(enc, "name", ""), uses_captions(enc))
@@ -289,8 +285,6 @@ def embed_ray(store, dataset, run, encoder, *, crops_json=None, pad: float = 0.0
         report.embeddings, report.cached = done, True
         return report
     if n == 0:  # nothing to distribute; the local engine learns the width from the text side
-        from ov3d_core.remap.engines.local import embed_local
-
         local = embed_local(store, dataset, run, encoder if isinstance(encoder, str) else encoder(),
                             crops_json=crops_json, pad=pad, min_size=min_size, chunk_size=chunk_size,
                             batch_size=batch_size, progress=False)
