@@ -39,6 +39,7 @@ PAGES = (
     ("app_pages/curves.py", "PR curves", ":material/show_chart:", "curves"),
     ("app_pages/confusion.py", "Confusion", ":material/grid_on:", "confusion"),
     ("app_pages/prompt_lab.py", "Prompt lab", ":material/text_fields:", "prompts"),
+    ("app_pages/robustness.py", "Prompt robustness", ":material/balance:", "robustness"),
     ("app_pages/oracle.py", "Oracle", ":material/visibility_off:", "oracle"),
     ("app_pages/mining.py", "Failure mining", ":material/manage_search:", "mining"),
     ("app_pages/object.py", "Object view", ":material/center_focus_strong:", "object"),

@@ -13,7 +13,8 @@ from ov3d_app.cache import DEMO_ENV
 
 TINY_IMAGES = 4
 PAGES = ("app_pages/overview.py", "app_pages/scene.py", "app_pages/grid.py", "app_pages/curves.py",
-         "app_pages/confusion.py", "app_pages/prompt_lab.py", "app_pages/oracle.py", "app_pages/errors.py",
+         "app_pages/confusion.py", "app_pages/prompt_lab.py", "app_pages/robustness.py", "app_pages/oracle.py",
+         "app_pages/errors.py",
          "app_pages/splits.py", "app_pages/mining.py", "app_pages/object.py")
 
 
