@@ -47,6 +47,9 @@ def _current() -> None:
     if not failed:
         st.caption("Every run file of this benchmark loads" + (f", with {len(warned)} warning(s) above."
                                                                 if warned else "."))
+    methods = cache.analysis(ctx.cfg_key).methods()
+    st.markdown("**The runs** (OV3D-Bench Table 1, as far as the config says it)")
+    st.dataframe(methods, hide_index=True, placeholder=MISSING, key="src_methods")
 
 
 def _result() -> None:

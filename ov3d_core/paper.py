@@ -52,27 +52,27 @@ class Artefact:
 
 ARTEFACTS: tuple[Artefact, ...] = (
     Artefact("ov3dbench_table1_methods", OV3D, "Table 1: the evaluated methods (modality of the prompt, training "
-             "data, closed or open vocabulary)", "Data source"),
+             "data, closed or open vocabulary)", "Data source (the runs)"),
     Artefact("ov3dbench_table2_recall", OV3D, "Table 2: 3D class-agnostic recall at IoU 0.15, runs x datasets",
              "Overview (leaderboard)"),
     Artefact("ov3dbench_table3_map3d", OV3D, "Table 3: mAP3D under the dataset-level protocol, runs x datasets "
              "(remapped X* beside X)", "Overview (leaderboard)"),
     Artefact("ov3dbench_table4_transfer", OV3D, "Tables 4(a)/(b): in- vs out-of-domain mAP3D and recall per "
-             "(run, dataset)", "Class splits & transfer"),
+             "(run, dataset)", "Splits & transfer"),
     Artefact("ov3dbench_table4_transfer_per_run", OV3D, "Tables 4(a)/(b): per run and environment, out / in ratios",
-             "Class splits & transfer"),
+             "Splits & transfer"),
     Artefact("ov3dbench_table5_transfer_pairs", OV3D, "Table 5: each in-domain run against each out-of-domain run "
-             "of the same environment", "Class splits & transfer"),
+             "of the same environment", "Splits & transfer"),
     Artefact("ov3dbench_table7_protocols", OV3D, "Table 7: dataset-level vs target-aware mAP3D per (run, dataset)",
-             "Target-aware oracle"),
+             "Oracle"),
     Artefact("ov3dbench_table7_protocols_per_class", OV3D, "Table 7 (KITTI rows): per-class AP under both "
-             "protocols", "Target-aware oracle"),
+             "protocols", "Oracle"),
     Artefact("ov3dbench_table8_prompt_sensitivity", OV3D, "Table 8: mAP3D per prompt group, CV and the "
-             "standard -> overdetailed drop, on the prompt-probe subset", "Prompt lab", needs="prompted"),
+             "standard -> overdetailed drop, on the prompt-probe subset", "Prompt robustness", needs="prompted"),
     Artefact("ov3dbench_table8_templates", OV3D, "Table 8 (per template): mAP3D of each of the 15 templates",
-             "Prompt lab", needs="prompted"),
+             "Prompt robustness", needs="prompted"),
     Artefact("ov3dbench_table9_class_splits", OV3D, "Table 9: mAP3D over random 10-class subsets (mean, std, "
-             "adverse and favourable bounds)", "Class splits & transfer"),
+             "adverse and favourable bounds)", "Splits & transfer"),
     Artefact("ov3dbench_table10_runtime", OV3D, "Table 10: semantic and geometry stage and total ms per image",
              "Overview (runtime)"),
     Artefact("ov3dbench_fig2_confusion", OV3D, "Fig. 2: fine-grained Hungarian confusion matrices (IoU 0.5)",
@@ -86,28 +86,28 @@ ARTEFACTS: tuple[Artefact, ...] = (
     Artefact("ov3dbench_fig6_oracle_gain", OV3D, "Fig. 6: false positives the target-aware oracle deletes (the "
              "images, ranked)", "Failure mining"),
     Artefact("fgovd_table2_difficulty_tiers", FGOVD, "Table 2: mAP and median rank with N = 5 hard negatives per "
-             "difficulty tier (hard, medium, easy, trivial) and per ontology tier", "Prompt lab",
+             "difficulty tier (hard, medium, easy, trivial) and per ontology tier", "Prompt robustness",
              needs="remapped"),
     Artefact("fgovd_table4_ap_by_size", FGOVD, "Tables 4-5: AP by object size (S / M / L), AP3D and AP2D",
-             "Curves"),
+             "PR curves"),
     Artefact("fgovd_fig4_negatives", FGOVD, "Fig. 4: mAP and median rank against the number of negatives, per tier",
-             "Prompt lab", kind="figure", needs="remapped"),
+             "Prompt robustness", kind="figure", needs="remapped"),
     Artefact("fgovd_median_rank", FGOVD, "Sec. 4: median rank of the correct label, with and without "
-             "class-agnostic NMS", "Prompt lab", needs="remapped"),
+             "class-agnostic NMS", "Prompt robustness", needs="remapped"),
     Artefact("wilddet3d_ods", WILD, "Metrics: centre-distance AP (radius-relative), mATE / mAOE / mASE and ODS",
-             "Errors"),
+             "Error breakdown"),
     Artefact("probench_table2_summary", PRO, "Table II: mAP.5 / .75 / .5:.95, latency, PCR, PLC and the largest "
-             "prompt delta per run", "Prompt lab", needs="prompted"),
-    Artefact("probench_fig3_ap_vs_iou", PRO, "Fig. 3: mAP against the IoU threshold (3D; 2D in the CSV)", "Curves",
+             "prompt delta per run", "Prompt robustness", needs="prompted"),
+    Artefact("probench_fig3_ap_vs_iou", PRO, "Fig. 3: mAP against the IoU threshold (3D; 2D in the CSV)", "PR curves",
              kind="figure"),
     Artefact("probench_fig5_accuracy_latency", PRO, "Fig. 5: accuracy against latency (ms per image)",
              "Overview (runtime)", kind="figure"),
     Artefact("probench_sensitivity_per_class", PRO, "Sec. D: per-class largest delta across formulations",
-             "Prompt lab", needs="prompted"),
+             "Prompt robustness", needs="prompted"),
     Artefact("probench_prompt_types", PRO, "Sec. D: the eight prompt types (categorical, original, wrapped)",
-             "Prompt lab", needs="prompted"),
+             "Prompt robustness", needs="prompted"),
     Artefact("probench_consistency", PRO, "Sec. D: PCR and PLC per (run, dataset) and per template",
-             "Prompt lab", needs="prompted"),
+             "Prompt robustness", needs="prompted"),
 )
 
 #: What no input of this tool can give, and why (listed in the index).

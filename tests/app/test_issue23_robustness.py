@@ -52,3 +52,13 @@ def test_a_benchmark_without_prompted_runs_says_so(mini_config):
     at = app("app_pages/robustness.py", src="config", cfg=str(mini_config))
     assert not problems(at), problems(at)
     assert any("answers to a prompt" in i.value for i in at.info)
+
+
+def test_data_source_lists_the_runs_as_table_1(tiny_demo):
+    at = app("app_pages/data_source.py")
+    assert not problems(at), problems(at)
+    shown = next(d.value for d in at.dataframe if "vocabulary" in d.value.columns)
+    want = Analysis.from_yaml(tiny_demo / "benchmark.yaml").methods()
+    assert shown["run"].tolist() == want["run"].tolist()
+    assert shown.set_index("run").loc["promptable", "prompt"] == "per-template files"
+    assert shown.set_index("run").loc["cubercnn_star", "vocabulary"] == "closed"
