@@ -22,6 +22,7 @@ from ov3d_core.analysis import RemapSpec
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import AP_KEYS, SUMMARY_KEYS
 from ov3d_core.viz import bars
+from ov3d_core.viz.runtime import accuracy_latency_figure
 from ov3d_app.drawing import MISSING, with_error_bars
 
 ui.page_header("Overview", "mAP3D (Omni3D protocol: mean AP over 3D IoU 0.05:0.05:0.50) per dataset and run, with "
@@ -319,3 +320,34 @@ with ui.guard("The three-axis breakdown"):
                                                                  "semantic_out_of_domain"),
                                             fraction=("geometric", "prompt_robustness", "cross_domain_ratio",
                                                       "recall_cross_domain_ratio")))
+
+with ui.guard("The runtime table"):
+    st.subheader(f"Runtime (Table 10) on {ui.md(ctx.dataset)}")
+    rt_spec = cache.encoder_spec()
+    rt_star_on = ui.remapped_runs_toggle(rt_spec, key="rt_star")
+    if rt_star_on:
+        cache.check_encoder(rt_spec)
+    rt_star = RemapSpec(encoder=rt_spec) if rt_star_on else None
+    # the scatter first: its leaderboard remaps X*, whose crop embedding is what times X*'s semantic stage
+    points = A.accuracy_latency(ctx.view(), remap=rt_star)
+    runtime = A.runtime(ctx.dataset, remap=rt_star)
+    how = set(runtime["how"])
+    cpu = [r for r, d in zip(runtime["run"], runtime["device"]) if "CPU numbers" in str(d)]
+    st.caption("Milliseconds per image by stage: semantic (2D grounding, or the crop encoder of a remapped run X*) "
+               "and geometry (the 3D detector), and their total. "
+               + ("Declared: the runs' `runtime:` entries in the benchmark config (the authors' numbers, not "
+                  "re-measured here; `source` says where they come from, `images` on how many images). "
+                  if how & {"declared", "declared + measured"} else "")
+               + ("Measured: X*'s semantic stage as `ov3d embed` timed it on this server (reading, cropping and "
+                  "encoding the crops, per image), added to X's declared geometry stage. "
+                  if how & {"measured", "declared + measured"} else "")
+               + (f"{', '.join(ui.md(r) for r in cpu)}: measured on the CPU (CPU numbers), not comparable with "
+                  "GPU timings. " if cpu else ""))
+    st.dataframe(runtime, hide_index=True, key="rt_table", placeholder=MISSING,
+                 column_config=ui.fmt_table(runtime, percent=("semantic_ms", "geometry_ms", "total_ms")))
+    ui.export_table(runtime, f"runtime_{ctx.dataset}", "rt_table_x", caption="Runtime (ms per image)")
+    where = f"{ctx.dataset}" + (f", images: {ctx.subset}" if ctx.subset else "")
+    st.caption(f"Accuracy against latency: mAP3D on {ui.md(where)} ({ctx.protocol} protocol) against the total ms "
+               "per image above; circles declared, squares measured, diamonds declared + measured.")
+    ui.plot(accuracy_latency_figure(points, metric="mAP3D", title=f"Accuracy against latency · {where}"),
+            "rt_scatter", export_name=f"accuracy_latency_{ctx.dataset}")
