@@ -1,6 +1,7 @@
 """Error breakdown: why AP is low. 3D TIDE bins (each error type scored as the mAP3D gained by fixing only it), the
 monocular oracles (GT depth / size / rotation substituted), and centre-distance AP with true-positive errors and the
-Open Detection Score."""
+Open Detection Score; class-agnostic recall under greedy and Hungarian assignment, and FG-OVD's class-agnostic NMS
+(``Analysis.recall_methods``, ``Analysis.nms_summary``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import streamlit as st
 
 from ov3d_app import cache, selection, ui
 from ov3d_app.drawing import MISSING
+from ov3d_core.analysis.diagnostics import NMS_IOU
+from ov3d_core.eval.constants import AP_KEYS, RECALL_IOU
 from ov3d_core.viz import bars
 
 ui.page_header("Error breakdown", "Where the missing mAP3D goes. TIDE bins: loc (right class, poorly localised), cls "
@@ -130,3 +133,35 @@ with ui.guard("Centre-distance metrics"):
         value = "ODS" if "ODS" in pc.columns else "AP"
         ui.plot(bars.category_bars(pc, value, title=f"Per-category {value}"), "err_cat",
                 export_name=f"per_category_{value}_{ctx.dataset}")
+
+with ui.guard("Recall by assignment and class-agnostic NMS"):
+    st.subheader("Recall by assignment, and class-agnostic NMS (FG-OVD)")
+    st.caption(f"3D class-agnostic recall at IoU {RECALL_IOU:g} (whatever the label) with each GT matched to at most "
+               "one prediction: greedy in score order (the paper's, Omni3D-style) or Hungarian (the assignment of "
+               "maximum total IoU). A gap means the greedy order gives GT away that another prediction could have "
+               "matched; mean_iou: mean IoU of the matched pairs.")
+    rec = pd.concat([A.recall_methods(ctx.view(r)).assign(run=r) for r in runs], ignore_index=True)
+    rec = rec[["run", *[c for c in rec.columns if c != "run"]]]
+    st.dataframe(rec, hide_index=True, key="recall_methods", placeholder=MISSING,
+                 column_config=ui.fmt_table(rec, fraction=("recall", "mean_iou")))
+    ui.export_table(rec, f"recall_methods_{ctx.dataset}", "recall_methods_x")
+
+    n1, n2 = st.columns(2)
+    nms_mode = n1.radio("NMS overlap", ["3d", "2d"], horizontal=True, key="nms_mode",
+                        format_func={"3d": "3D IoU", "2d": "2D IoU (projected boxes)"}.get)
+    nms_iou = n2.select_slider("Suppress above IoU", [0.3, 0.4, 0.5, 0.6, 0.7], value=NMS_IOU, key="nms_iou")
+    st.caption(f"FG-OVD's class-agnostic NMS: per image, label-blind greedy NMS in score order removes every "
+               f"prediction whose {nms_mode.upper()} IoU with a higher-scoring one exceeds {nms_iou:g}, then the run "
+               "is scored again. It removes duplicates across labels (the same object named twice); n_suppressed: "
+               "predictions removed. Beside it, the run without NMS.")
+    nms_rows = []
+    for r in runs:
+        v = ctx.view(r)
+        before = A.summary(v)
+        nms_rows.append({"run": r, "NMS": "none", **before, "n_suppressed": 0})
+        nms_rows.append({"run": r, "NMS": f"class-agnostic, {nms_mode.upper()} IoU > {nms_iou:g}",
+                         **A.nms_summary(v, iou_threshold=nms_iou, mode=nms_mode)})
+    nms = pd.DataFrame(nms_rows)
+    st.dataframe(nms, hide_index=True, key="nms_table", placeholder=MISSING,
+                 column_config=ui.fmt_table(nms, percent=AP_KEYS, fraction=("recall3D@15",)))
+    ui.export_table(nms, f"class_agnostic_nms_{ctx.dataset}", "nms_table_x")
