@@ -40,7 +40,8 @@ SEED = 0
 CORRECTIONS = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery rate)"}
 #: The leaderboard's AP chart (with error bars when intervals are on).
 CHART_METRICS = ("AP3D", "AP3D@15", "AP3D@25", "AP3D@50")
-#: The leaderboard columns shown (n_images: the sidebar's image subset, when one is active; the rest of ``Analysis.leaderboard_row`` is in the export).
+#: The leaderboard columns shown (n_images: the images scored, fewer under the sidebar's image subset; the rest of
+#: ``Analysis.leaderboard_row`` is in the export).
 SHOWN = ["dataset", "run", "n_images", *SUMMARY_KEYS, "n_out_of_vocabulary", "in_domain"]
 
 
