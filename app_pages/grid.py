@@ -26,9 +26,17 @@ def _open(image_id: int, run: str):
     navigate.go_to("scene", image_id=int(image_id), focus_run=run or None, f_classes=[], f_errors=[], highlight=None)
 
 
+def _only(images, in_subset):
+    """The tag filter's images (None: any) within the image subset (None: every image)."""
+    if in_subset is None:
+        return images
+    return in_subset if images is None else set(images) & in_subset
+
+
 with ui.guard("The sample grid"):
     runs = list(ctx.runs)
-    info = cache.dataset_info(ctx.cfg_key, ctx.dataset)
+    info = cache.dataset_info(ctx.cfg_key, ctx.dataset, ctx.subset)
+    ctx, in_subset = ui.per_box(ctx)  # rows and statuses of the whole dataset, images of the subset
     vocab = info["vocabulary"]
     A = cache.analysis(ctx.cfg_key)
 
@@ -68,7 +76,8 @@ with ui.guard("The sample grid"):
                    "errors: predictions).")
 
     matching = selection.filter_samples(samples, classes=classes, statuses=statuses, ranges=ranges,
-                                        images=T.tagged_images(ctx.cfg_key, ctx.dataset, tag_filter))
+                                        images=_only(T.tagged_images(ctx.cfg_key, ctx.dataset, tag_filter),
+                                                     in_subset))
     s1, s2, s3 = st.columns([2, 1.2, 3])
     sort = s1.selectbox("Sort images by", list(selection.SAMPLE_SORTS), key="grid_sort")
     order = selection.order_images(matching, sort)

@@ -6,6 +6,7 @@ presentation (the Lab-meeting list; a pinned image is also tagged "for the talk"
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -18,7 +19,7 @@ from ov3d_core.analysis import MINING_KINDS
 ui.page_header("Failure mining", "The images where the detectors fail, ranked: open one in the scene inspector, a "
                "GT object in the object view, or pin the list for a talk. Statuses at the sidebar's IoU under its "
                "protocol and threshold.")
-ctx = ui.need_context()
+ctx, in_subset = ui.per_box(ui.need_context())  # the lists' images: the subset's (see ui.per_box)
 
 KIND_LABEL = {"cross-class": "Cross-class false positives", "oracle-gain": "What the target-aware oracle hides",
               "depth-error": "Depth error of true positives", "disagreement": "Runs disagree on the label",
@@ -129,6 +130,11 @@ with ui.guard("The failure-mining list"):
     with st.spinner("Mining"):
         ranking = A.mine(view, kind, runs=None if chosen is None else tuple(chosen))
     images, boxes = ranking.images, ranking.boxes
+    if in_subset is not None:  # the whole dataset's ranking, cut to the subset's images (per-image values)
+        images = images[images["image_id"].isin(in_subset)].reset_index(drop=True)
+        boxes = boxes[boxes["image_id"].isin(in_subset)].reset_index(drop=True)
+        if "rank" in images:
+            images["rank"] = np.arange(1, len(images) + 1)
     if c3.button("Pin this list", icon=":material/push_pin:", key="mine_pin", width="stretch",
                  help="Add this list to the Lab-meeting views (presentation mode steps through them)."):
         v = ui.current_view()

@@ -23,7 +23,7 @@ ui.page_header("Object view", "One ground-truth object, every run: each run's be
                "drawn in its status colour beside the GT (yellow), with 3D IoU, predicted class and score. "
                "'Localised': 3D IoU ≥ 0.15 (class-agnostic recall); status with respect to this object, at the "
                "sidebar's IoU (TP only when the evaluator matched the box to this object).")
-ctx = ui.need_context()
+ctx, _ = ui.per_box(ui.need_context())  # a GT row of the whole dataset (the subset's notice is above)
 PER_ROW = 6
 #: Streamlit's named colours nearest to ``viz.image_overlay.STATUS_COLORS`` (the crops' box colours).
 STATUS_MD_COLOR = {"TP": "green", "FP": "red", "mislabelled": "violet", "ignored": "gray", "not evaluated": "gray"}

@@ -177,7 +177,8 @@ def _controls_3d(ctx, image_id: int, meta: dict, rows, vocabulary, shown: list[s
 
 
 with ui.guard("The scene inspector"):
-    info = cache.dataset_info(ctx.cfg_key, ctx.dataset)
+    info = cache.dataset_info(ctx.cfg_key, ctx.dataset, ctx.subset)
+    ctx, _ = ui.per_box(ctx)  # the subset's images listed above; rows and statuses: ui.per_box
     vocab = info["vocabulary"]
     all_images = info["images"]["image_id"].astype(int).tolist()
     runs = list(ctx.runs)

@@ -431,11 +431,17 @@ def per_category_runs(cfg_key: str, view, runs: tuple[str, ...]) -> pd.DataFrame
 
 # ================================================================================================ datasets
 @st.cache_data(show_spinner=False, max_entries=32)
-def dataset_info(cfg_key: str, dataset: str) -> dict:
-    """Vocabulary, image table (id, width, height, file_path), environment and GT count of a dataset."""
+def dataset_info(cfg_key: str, dataset: str, subset: str | None = None) -> dict:
+    """Vocabulary, image table (id, width, height, file_path), environment and GT count of a dataset; with
+    ``subset``, of its images in that image subset only (the sidebar's "Images")."""
     ds = benchmark(cfg_key).dataset(dataset)
-    return {"vocabulary": list(ds.vocabulary), "images": ds.images[["image_id", "width", "height"]].copy(),
-            "environment": ds.environment, "n_gt": int(len(ds.gt)), "n_images": int(len(ds.images))}
+    images, n_gt = ds.images[["image_id", "width", "height"]], int(len(ds.gt))
+    if subset is not None:
+        ids = benchmark(cfg_key).image_subset(dataset, subset)
+        images = images[images["image_id"].isin(ids)]
+        n_gt = int(np.isin(ds.gt.image_id, ids).sum())
+    return {"vocabulary": list(ds.vocabulary), "images": images.reset_index(drop=True).copy(),
+            "environment": ds.environment, "n_gt": n_gt, "n_images": int(len(images))}
 
 
 def leaderboard_pairs(cfg_key: str, datasets: tuple[str, ...] | None = None) -> list[tuple[str, str]]:

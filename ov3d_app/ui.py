@@ -175,6 +175,22 @@ class Context:
         return View(run=run, **{**fields, **changes})
 
 
+def per_box(ctx: Context) -> tuple[Context, frozenset | None]:
+    """For the pages that show single boxes by their rows (scene inspector, sample grid, object view, failure
+    mining): the context without the image subset, and the subset's image ids (None: every image), to which the page
+    restricts the images it lists. A box's status at a fixed IoU depends on its own image only (matching, the
+    target-aware filter and the score threshold are per image), so the whole dataset's statuses of the subset's
+    images are the subset's; the rows stay the dataset's own, which every table, link and highlight uses."""
+    if ctx.subset is None:
+        return ctx, None
+    from dataclasses import replace
+
+    from ov3d_app import cache
+
+    ids = frozenset(int(i) for i in cache.benchmark(ctx.cfg_key).image_subset(ctx.dataset, ctx.subset))
+    return replace(ctx, subset=None), ids
+
+
 def context() -> Context | None:
     """The page context set by app.py, or None when no benchmark is loaded (app.py then already said why)."""
     return st.session_state.get("_ctx")

@@ -123,3 +123,25 @@ def test_unknown_subset_in_the_url_is_a_message(sub_config):
     assert at.session_state["subset"] is None
     assert "sub" not in at.query_params
     assert _board(at)["n_images"].eq(4).all()
+
+
+def test_the_scene_inspector_steps_through_the_subsets_images_only(sub_config):
+    """The per-box pages list the subset's images only, with the whole dataset's rows (ui.per_box): the statuses of
+    a box depend on its own image, so they are those of the subset's evaluation."""
+    a = Analysis.from_yaml(sub_config)
+    ids = a.benchmark.image_subset(DS, SUB).tolist()
+    at = _open(sub_config, "app_pages/scene.py", ds=DS, sub=SUB)
+    assert not problems(at), problems(at)
+    box = next(s for s in at.selectbox if s.label == "Image")
+    assert sorted(int(str(o).removeprefix("image ")) for o in box.options) == sorted(ids)  # "image 100000"
+    # a box's status is the same in the subset's evaluation and in the whole dataset's, image by image
+    run = a.runs(DS)[0]
+    full, sub = a.status_tables(View(DS, run, iou=0.25)), a.status_tables(View(DS, run, iou=0.25, subset=SUB))
+    kept = full["pred"][full["pred"]["image_id"].isin(ids)]
+    assert kept["status"].tolist() == sub["pred"]["status"].tolist()
+
+
+@pytest.mark.parametrize("page", ["app_pages/grid.py", "app_pages/mining.py", "app_pages/object.py"])
+def test_the_per_box_pages_open_on_a_subset(sub_config, page):
+    at = _open(sub_config, page, ds=DS, sub=SUB)
+    assert not problems(at), problems(at)
