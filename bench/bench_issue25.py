@@ -114,17 +114,23 @@ def open_from(page, q: str, src: str, prefix: str, k: int) -> float:
     return round(time.perf_counter() - t0, 3)
 
 
+_WATCH_RUN = """() => { window.__ov3dRan = false; const a = document.querySelector('.stApp');
+  if (window.__ov3dRunObs) window.__ov3dRunObs.disconnect();
+  window.__ov3dRunObs = new MutationObserver(() => {
+    if (a.getAttribute('data-test-script-state') === 'running') window.__ov3dRan = true; });
+  window.__ov3dRunObs.observe(a, {attributes: true, attributeFilter: ['data-test-script-state']}); }"""
+
+
 def theta_step(page) -> float:
-    """Seconds from one keyboard step of the prompt lab's θ slider until the caption names the new θ."""
-    cap = ("() => { const e = [...document.querySelectorAll('[data-testid=\"stCaptionContainer\"]')].find(e => "
-           "e.innerText.startsWith('θ = ')); return e ? e.innerText.slice(0, 9) : null; }")
-    before = page.evaluate(cap)
+    """Seconds from one keyboard step of the prompt lab's θ slider until the script run it started is over and
+    every chart is drawn (the step is seen by a watcher of the app's run state, installed before the key press)."""
     thumb = page.locator('[data-testid="stSlider"]', has_text="θ: keep a box").first.locator('[role="slider"]')
     thumb.focus()
+    value = float(thumb.get_attribute("aria-valuenow") or 0)
+    page.evaluate(_WATCH_RUN)
     t0 = time.perf_counter()
-    page.keyboard.press("ArrowRight" if (before or "") < "θ = 0.9" else "ArrowLeft")
-    page.wait_for_function(f"(b) => {{ const v = ({cap})(); return v !== null && v !== b; }}", arg=before,
-                           polling=20)
+    page.keyboard.press("ArrowRight" if value < 0.9 else "ArrowLeft")
+    page.wait_for_function("() => window.__ov3dRan", polling=20)
     settle(page)
     return round(time.perf_counter() - t0, 3)
 
