@@ -92,10 +92,19 @@ export default function (component) {
   const bar = root.querySelector('.__ROOT__-cams');
   const state = root.__ov3d || (root.__ov3d = { want: null, queue: Promise.resolve(), standin: false,
                                                  probed: false, cams: '' });
-  if (data.probe && !state.probed) {  // once per session (the page keeps the answer), when the browser is idle
+  if (data.probe && !state.probed) {
+    // once per session (the page keeps the answer), once the page has settled and the browser is idle: the report
+    // is a script run of the 3D view, which must not delay what a page switch is drawing
     state.probed = true;
     const idle = window.requestIdleCallback || ((f) => setTimeout(f, 200));
-    idle(() => setStateValue('renderer', probeRenderer()), { timeout: 2000 });
+    let calm = 0;
+    const poll = () => {
+      if (!root.isConnected) return;
+      calm = pageSettled() ? calm + 1 : 0;
+      if (calm < 2) { setTimeout(poll, 200); return; }
+      idle(() => { if (root.isConnected) setStateValue('renderer', probeRenderer()); }, { timeout: 1000 });
+    };
+    setTimeout(poll, 200);
   }
   const cameras = (cams, active) => {  // the preset buttons above the scene
     const sig = JSON.stringify(cams);
