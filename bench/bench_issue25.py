@@ -167,7 +167,7 @@ def preset_buttons(page):
     return lambda name: page.locator(f"{PLOT_3D} .updatemenu-button", has_text=name).first
 
 
-def one_round(base: str, query: str, reps: int) -> dict:
+def one_round(base: str, query: str, reps: int, opens_only: bool = False) -> dict:
     out: dict[str, list[float]] = {k: [] for k in (
         "open mining → scene", "open grid → scene", "3D toggle on (first time on the image)", "Next with 3D on",
         "camera preset", "prompt lab θ step", "confusion cell click", "page switch")}
@@ -182,7 +182,8 @@ def one_round(base: str, query: str, reps: int) -> dict:
             for k in range(reps):
                 out["open mining → scene"].append(open_from(page, q, "mining", "mine_open_", k + 1))
                 out["open grid → scene"].append(open_from(page, q, "grid", "grid_open_", k + 1))
-        rest_of_round(page, q, reps, out)
+        if not opens_only:
+            rest_of_round(page, q, reps, out)
     return out
 
 
@@ -234,6 +235,7 @@ def main() -> int:
     ap.add_argument("--dataset", default="demo_indoor")
     ap.add_argument("--rounds", type=int, default=2, help="rounds per side, alternating")
     ap.add_argument("--reps", type=int, default=2, help="repetitions of each interaction per round")
+    ap.add_argument("--opens-only", action="store_true", help="only the two 'Open' interactions")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     query = urllib.parse.urlencode({"src": "config", "cfg": args.config, "ds": args.dataset})
@@ -243,21 +245,21 @@ def main() -> int:
         sides = {"before": b_url, "after": a_url}
         for name, url in sides.items():  # warm each server once (caches, the benchmark loaded), untimed
             t = time.perf_counter()
-            warm = one_round(url, query, 1)
+            warm = one_round(url, query, 1, args.opens_only)
             print("warm-up", name, round(time.perf_counter() - t, 1), "s", json.dumps(warm, ensure_ascii=False),
                   flush=True)
         for r in range(args.rounds):
             for name in ("before", "after") if r % 2 == 0 else ("after", "before"):
                 results["load"].append(round(os.getloadavg()[0], 1))
                 results["order"].append(name)
-                got = one_round(sides[name], query, args.reps)
+                got = one_round(sides[name], query, args.reps, args.opens_only)
                 for k, v in got.items():
                     results[name].setdefault(k, []).extend(v)
                 print(name, r, json.dumps(got, ensure_ascii=False), "load", results["load"][-1], flush=True)
     table = {}
     for k in results["after"] if args.rounds else ():
         b, a = results["before"].get(k) or [], results["after"][k]
-        if k == "errors" or not a or not b:
+        if k == "errors" or not a or not b:  # (not measured in this run)
             continue
         table[k] = {"before_median": round(statistics.median(b), 2), "before_range": [min(b), max(b)],
                     "after_median": round(statistics.median(a), 2), "after_range": [min(a), max(a)],
