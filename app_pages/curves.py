@@ -66,7 +66,7 @@ def _runs_of_section(key: str) -> list[str]:
     """The focus run (the sidebar's selection, else the first shown run) or every shown run."""
     focus = ui.get("focus_run") if ui.get("focus_run") in runs else runs[0]
     which = st.radio("Runs", ["focus", "all"], horizontal=True, key=key,
-                     format_func={"focus": f"focus run ({focus})", "all": f"all shown runs ({len(runs)})"}.get)
+                     format_func={"focus": f"focus run ({ui.md(focus)})", "all": f"all shown runs ({len(runs)})"}.get)
     return [focus] if which == "focus" else runs
 
 
