@@ -47,9 +47,6 @@ def _current() -> None:
     if not failed:
         st.caption("Every run file of this benchmark loads" + (f", with {len(warned)} warning(s) above."
                                                                 if warned else "."))
-    methods = cache.analysis(ctx.cfg_key).methods()
-    st.markdown("**The runs** (OV3D-Bench Table 1, as far as the config says it)")
-    st.dataframe(methods, hide_index=True, placeholder=MISSING, key="src_methods")
 
 
 def _result() -> None:
@@ -117,3 +114,10 @@ with scan:
 
 with ui.guard("The result"):
     _result()
+
+with ui.guard("The runs"):
+    ctx = ui.context()
+    if ctx is not None:
+        st.subheader("The runs of the open benchmark")
+        st.caption("OV3D-Bench Table 1, as far as the config says it: vocabulary, prompt, training data, format.")
+        st.dataframe(cache.analysis(ctx.cfg_key).methods(), hide_index=True, placeholder=MISSING, key="src_methods")
