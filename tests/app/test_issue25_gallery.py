@@ -79,6 +79,11 @@ def test_gallery_buttons_are_whole_and_thumbnails_line_up(page, cell):
     cut = [b for b in buttons if b["cut"]]
     assert not cut, f"labels cut short: {cut}"
 
+    # every thumbnail loaded and laid out first (a loaded machine draws them after the buttons)
+    pg.wait_for_function("""(n) => [...document.querySelectorAll(
+        '[data-testid="stMainBlockContainer"] [data-testid="stImage"] img')].filter(
+        i => i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0).length >= n""", arg=shown,
+                         timeout=90_000)
     thumbs = main.evaluate(_THUMBS)
     assert len(thumbs) == shown, thumbs
     heights = {round(t["height"]) for t in thumbs}
