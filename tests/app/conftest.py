@@ -43,7 +43,9 @@ def tiny_demo(tmp_path_factory):
     ``OV3D_TEST_DEMO`` names a folder to keep the tiny demo in between sessions (rebuilt only when stale)."""
     from ov3d_core.demo import ensure_demo
 
-    where = os.environ.get("OV3D_TEST_DEMO") or tmp_path_factory.mktemp("tiny_demo")
+    # one folder per test process, whoever asks: tests/export imports this fixture, which makes it a second fixture
+    # of its own (a second demo, and OV3D_DEMO_DIR moved to it for the app tests that ran later in the process)
+    where = os.environ.get("OV3D_TEST_DEMO") or tmp_path_factory.getbasetemp() / "tiny_demo"
     out = ensure_demo(where, images=TINY_IMAGES, seed=0)
     old = os.environ.get(DEMO_ENV)
     os.environ[DEMO_ENV] = str(out)
