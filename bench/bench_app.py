@@ -232,14 +232,22 @@ def serve(demo_dir: str | None):
     env = dict(os.environ)
     if demo_dir:
         env["OV3D_DEMO_DIR"] = demo_dir
+    with streamlit_server(REPO, port, env, timeout=180) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def streamlit_server(tree: Path, port: int, env: dict, *, timeout: float = 180):
+    """``streamlit run <tree>/app.py`` headless on ``port`` (no file watcher), waited for until healthy; yields its
+    URL and stops it afterwards. The log goes to a temporary file named in the error if it does not start."""
     log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless",
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(tree / "app.py"), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+                            cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 180
+        deadline = time.time() + timeout
         while True:
             try:
                 with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):

@@ -28,18 +28,16 @@ import contextlib
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_app import PLOT_3D, browser, camera_preset, free_port, next_image_3d, toggle_3d  # noqa: E402
+from bench.bench_app import (PLOT_3D, browser, camera_preset, free_port, next_image_3d,  # noqa: E402
+                             streamlit_server, toggle_3d)
 
 MAIN = '[data-testid="stMainBlockContainer"] '
 #: Every chart of the page drawn, no element loading, the script run over.
@@ -58,29 +56,8 @@ def serve(tree: Path, data_root: str):
     """``streamlit run app.py`` of ``tree`` on a free port; yields its URL."""
     port = free_port()
     env = dict(os.environ, OV3D_DATA_ROOT=data_root, PYTHONUNBUFFERED="1")
-    log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(tree / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 300
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start, see {log.name}")
-                time.sleep(0.3)
+    with streamlit_server(tree, port, env, timeout=300) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def settle(page) -> None:
