@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ov3d_core.analysis import Analysis, View
-from ov3d_core.report import (ReportOptions, class_split_table, confusion_tables, distance_tables, pivot_table,
-                              protocol_tables)
+from ov3d_core.report import (ReportOptions, _concat, class_split_table, confusion_tables, distance_tables,
+                              pivot_table, protocol_tables)
 
 __all__ = ["ARTEFACTS", "Artefact", "PaperResult", "PROMPT_SUBSET", "RUNTIME_SUBSET", "build_paper", "write_paper"]
 
@@ -154,15 +154,11 @@ def _name(v: View) -> str:
 
 
 def _keyed(df: pd.DataFrame, v: View) -> pd.DataFrame:
+    """``df`` with the view's row name (``X*`` when remapped) and dataset in front."""
     df = df.copy()
     df.insert(0, "dataset", v.dataset)
     df.insert(0, "run", _name(v))
     return df
-
-
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    parts = [p for p in parts if len(p)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def build_paper(a: Analysis, options: ReportOptions | None = None, *,

@@ -124,7 +124,8 @@ def test_camera_presets_are_visible_buttons_that_move_the_camera(server, browser
         buttons.nth(1).click()  # top-down
         page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                                arg=SCENE, timeout=30_000)
-        assert "ov3d-gl-cam-on" in (buttons.nth(1).get_attribute("class") or "")
+        classes = buttons.nth(1).get_attribute("class")
+        assert classes is not None and "ov3d-gl-cam-on" in classes.split()
         state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
         assert state == "notRunning"  # in the browser only: no script run
         buttons.nth(0).click()  # ego again
