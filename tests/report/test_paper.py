@@ -5,6 +5,8 @@ the one-line errors of bad input."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -175,4 +177,10 @@ def test_report_with_a_subset_scores_only_its_images(tmp_path):
     lb = pd.read_csv(out / "csv" / "leaderboard.csv")
     assert lb.loc[0, "n_images"] == 1 and lb.loc[0, "n_gt"] == 1
     assert "image subset **probe**" in (out / "index.md").read_text()
+    assert json.loads((out / "summary.json").read_text())["options"]["subset"] == "probe"
     assert np.isclose(lb.loc[0, "AP3D"], 100.0)
+    # a report of every image says nothing of subsets (it reads as it did before they existed)
+    whole = tmp_path / "whole"
+    assert main(["report", "--config", str(cfg), "--out", str(whole), "--splits", "20", "--subset-size", "1"]) == 0
+    assert "Images:" not in (whole / "index.md").read_text()
+    assert "subset" not in json.loads((whole / "summary.json").read_text())["options"]
