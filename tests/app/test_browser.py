@@ -67,6 +67,14 @@ def wait_idle(page) -> None:
         " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }", timeout=120_000)
 
 
+def wait_probed(page) -> None:
+    """Wait until the 3D view's one-time WebGL renderer probe has come back and its script run has finished (the
+    probe reports when the page has settled: a check that no script runs must start after it)."""
+    page.locator('[data-testid="stCaptionContainer"]', has_text="for this browser's WebGL renderer").first.wait_for(
+        timeout=120_000)
+    wait_idle(page)
+
+
 def open_page(page, url: str, title: str) -> float:
     t = time.perf_counter()
     page.goto(url)
@@ -137,6 +145,7 @@ def test_3d_view_camera_presets_relayout_in_the_browser(server, browser_page):
                            "g._fullLayout.scene && g.querySelector('canvas'); }", arg=plot, timeout=120_000)
     camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"  # what WebGL draws with
     assert page.evaluate(camera, plot)["up"]["y"] < -0.8  # ego: -y (up in the camera frame) is up on screen
+    wait_probed(page)
     page.locator(".ov3d-gl-cams button", has_text="top-down").first.click()  # the presets above the scene
     page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                            arg=plot, timeout=30_000)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ov3d_app import drawing
-from tests.app.test_browser import ARGS, CHROMIUM, open_page, wait_idle
+from tests.app.test_browser import ARGS, CHROMIUM, open_page, wait_idle, wait_probed
 
 SCENE = ".ov3d-gl-graph.js-plotly-plot"  # the page's WebGL scene (ov3d_app.gl_scene)
 GPU_NAME = "ANGLE (NVIDIA, NVIDIA GeForce RTX 4090 (0x00002684) Direct3D11 vs_5_0 ps_5_0, D3D11)"
@@ -121,6 +121,7 @@ def test_camera_presets_are_visible_buttons_that_move_the_camera(server, browser
         assert page.locator(f"{SCENE} .updatemenu-button").count() == 0  # no second set inside the figure
         camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"
         assert page.evaluate(camera, SCENE)["up"]["y"] < -0.8  # ego first
+        wait_probed(page)  # the probe's script run is over: what follows must start none
         buttons.nth(1).click()  # top-down
         page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                                arg=SCENE, timeout=30_000)
