@@ -11,7 +11,12 @@ import pandas as pd
 import streamlit as st
 
 from ov3d_app import cache, selection
-from ov3d_core.viz.image_overlay import BoxLayer, class_colors, class_layers, status_layers
+from ov3d_core.geometry.boxes import corners_from_pose, rotation_y
+from ov3d_core.viz.image_overlay import (STATUS_COLORS, BoxLayer, class_colors, class_layers, project_segments,
+                                         status_layers)
+from ov3d_core.viz.scene3d import scene_figure
+from ov3d_core.viz.style import from_dict
+from ov3d_core.viz.thumbnails import thumbnail_with_boxes
 
 HIGHLIGHT_COLOR = "#ffd400"
 #: Point budgets of the 3D views (the last: every depth pixel of the demo's 640 x 480 maps). The default follows the
@@ -111,8 +116,6 @@ def image_layers(cfg_key: str, dataset: str, rows: pd.DataFrame, *, color_by: st
 @st.cache_data(show_spinner=False, max_entries=16)
 def _scene3d_spec(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, _points, meta: dict, *,
                   color_by: str, vocabulary: list[str], highlight: str | None, budget: int) -> dict:
-    from ov3d_core.viz.scene3d import scene_figure
-
     layers = image_layers(cfg_key, dataset, rows, color_by=color_by, vocabulary=vocabulary, highlight=highlight)
     pts = None if _points is None else _points.points
     cols = None if _points is None else _points.colors
@@ -130,8 +133,6 @@ def scene3d_figure(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame
     budget as its validated dict: toggling the view back on or re-running the page rebuilds it without plotly's
     validation (``viz.style.from_dict``). ``points`` (the image's ``ScenePoints``) is keyed by ``image_id`` and
     ``budget``."""
-    from ov3d_core.viz.style import from_dict
-
     return from_dict(_scene3d_spec(cfg_key, dataset, image_id, rows, points, meta, color_by=color_by,
                                    vocabulary=vocabulary, highlight=highlight, budget=budget))
 
@@ -157,9 +158,6 @@ def scene3d_json(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, 
 def scene3d_standin() -> str:
     """Plotly JSON of a 3D view with a frustum and one labelled box, no points: what a hidden scene draws once before
     its first figure, so that the figure's draw finds the shaders compiled and the axis text laid out."""
-    from ov3d_core.geometry.boxes import corners_from_pose, rotation_y
-    from ov3d_core.viz.scene3d import scene_figure
-
     corners = corners_from_pose(np.array([[0.0, 0.5, 4.0]]), np.ones((1, 3)), rotation_y(np.array([0.3])))
     layer = BoxLayer(name="box", corners=corners, color="#1f77b4", labels=["box"])
     fig = scene_figure(np.zeros((2, 3)), [layer], K=np.array([[500.0, 0, 320], [0, 500, 240], [0, 0, 1]]), width=640,
@@ -172,9 +170,6 @@ def grid_thumbnail(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame
                    color_by: str, vocabulary: list[str], size: int = 360) -> bytes:
     """A JPEG thumbnail of one image with the box-table ``rows`` drawn (``viz.thumbnails``): the boxes whose
     ``"kind|run|row"`` key is in ``matching`` (the grid filter's) drawn last and thicker, the others thin."""
-    from ov3d_core.viz.image_overlay import BoxLayer
-    from ov3d_core.viz.thumbnails import thumbnail_with_boxes
-
     meta = cache.image_meta(cfg_key, dataset, image_id)
     keys = (rows["kind"].astype(str) + "|" + rows["run"].astype(str) + "|" + rows["row"].astype(str)).to_numpy()
     hit = np.isin(keys, np.asarray(matching, dtype=object))
@@ -243,9 +238,6 @@ def object_crop(cfg_key: str, dataset: str, image_id: int, gt_row: int, run: str
     import io
 
     from PIL import Image
-
-    from ov3d_core.viz.image_overlay import STATUS_COLORS, project_segments
-    from ov3d_core.viz.thumbnails import thumbnail_with_boxes
 
     meta = cache.image_meta(cfg_key, dataset, image_id)
     w, h = meta["width"], meta["height"]

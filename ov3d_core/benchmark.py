@@ -20,6 +20,11 @@ from ov3d_core.io.config import BenchmarkConfig, DatasetSpec, RunSpec, load_conf
 from ov3d_core.errors import InputError
 from ov3d_core.heap import trim_heap
 from ov3d_core.model import Dataset, Run
+from ov3d_core.eval.pairs import PairCache
+from ov3d_core.io import load_omni3d_gt, load_predictions
+from ov3d_core.io.image_subsets import resolve_image_subset
+from ov3d_core.io.kitti import load_kitti_gt, load_kitti_predictions
+from ov3d_core.io.loadcache import cached_load, files_digest
 
 
 #: Megabytes of loaded runs (their prediction arrays) a ``Benchmark`` keeps at most (``OV3D_RUN_MEMORY_MB``). Beyond
@@ -151,8 +156,6 @@ class Benchmark:
         """``{resolved path: xxh3-128 digest of the whole content}`` of ``input_files()``, always read from disk
         (seconds for GBs). The load caches key on these digests; the app re-checks each new session more cheaply,
         with ``ov3d_app.cache.inputs_signature`` (size, mtime and ctime: stat only), and rebuilds when one changed."""
-        from ov3d_core.io.loadcache import files_digest
-
         return dict(files_digest(self.input_files(), recheck=True))
 
     # ---------------------------------------------------------------- loading
@@ -167,8 +170,6 @@ class Benchmark:
             return self._datasets[name]
 
     def _load_dataset(self, spec: DatasetSpec) -> Dataset:
-        from ov3d_core.io.loadcache import cached_load
-
         files = list(spec.gt) if spec.format != "kitti" else []
         params = {"spec": repr(spec)}
         return cached_load(self._load_cache_root(files), "dataset", files, params,
@@ -180,13 +181,9 @@ class Benchmark:
 
     def _read_dataset(self, spec: DatasetSpec) -> Dataset:
         if spec.format == "kitti":
-            from ov3d_core.io.kitti import load_kitti_gt
-
             if spec.calib is None:
                 raise InputError(str(self.config.path), spec.name, "calib", "the KITTI calib folder")
             return load_kitti_gt(spec.gt[0], spec.calib, image_dir=spec.images, name=spec.name)
-        from ov3d_core.io import load_omni3d_gt
-
         return load_omni3d_gt(list(spec.gt), categories=spec.categories,
                               name=None if spec.name_from_file else spec.name, environment=spec.environment,
                               proximity=spec.proximity, root=str(spec.images) if spec.images else None)
@@ -271,11 +268,7 @@ class Benchmark:
 
     def _load_run(self, spec: RunSpec, ds: Dataset) -> Run:
         if spec.format == "kitti":
-            from ov3d_core.io.kitti import load_kitti_predictions
-
             return load_kitti_predictions(spec.predictions, ds, name=spec.name)
-        from ov3d_core.io.loadcache import cached_load
-
         dspec = self.dataset_spec(spec.dataset)
         files = [spec.predictions, *dspec.gt]  # the run's parse depends on the GT (ids, vocabulary)
         return cached_load(self._load_cache_root(files), "run", files, {"spec": repr(spec), "ds": repr(dspec)},
@@ -283,15 +276,11 @@ class Benchmark:
 
     @staticmethod
     def _read_run(spec: RunSpec, ds: Dataset) -> Run:
-        from ov3d_core.io import load_predictions
-
         return load_predictions(spec.predictions, ds, name=spec.name, format=spec.format,
                                 category_list=spec.category_list)
 
     @property
     def pair_cache(self):
-        from ov3d_core.eval.pairs import PairCache
-
         with self._lock:
             if self._pair_cache is None:
                 self._pair_cache = PairCache(self.config.cache_dir / "pairs")
@@ -369,8 +358,6 @@ class Benchmark:
     def image_subset(self, dataset: str, name: str) -> np.ndarray:
         """The sorted image ids (int64) of the dataset's image subset ``name`` (``ov3d_core.io.image_subsets``);
         computed once. An unknown name is an ``InputError`` listing the known ones."""
-        from ov3d_core.io.image_subsets import resolve_image_subset
-
         spec = self.dataset_spec(dataset)
         if name not in spec.image_subsets:
             raise InputError(str(self.config.path or "<config>"), spec.record or f"dataset {dataset}",

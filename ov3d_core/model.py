@@ -11,6 +11,9 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 import pandas as pd
 
+from ov3d_core.geometry.boxes import corners_from_pose
+from ov3d_core.taxonomy import uses_proximity
+
 _ARRAY_SHAPES = {  # field -> trailing shape
     "image_id": (), "category": (), "score": (), "depth": (), "ignore": (), "record": (),
     "center": (3,), "dims": (3,), "R": (3, 3), "corners": (8, 3), "box2d": (4,),
@@ -110,8 +113,6 @@ class BoxSet:
         """Boxes from arrays in the Omni3D camera convention (centre ``(N, 3)`` m, dims ``(N, 3)`` [w, h, l] m,
         R ``(N, 3, 3)`` object->camera); corners are built from the pose, depth is the centre's z. ``score`` defaults
         to 1, ``box2d`` (XYXY px; used by proximity evaluation and 2D IoU) to zeros, ``record`` to the row index."""
-        from ov3d_core.geometry.boxes import corners_from_pose
-
         center = np.asarray(center, np.float64).reshape(-1, 3)
         n = len(center)
 
@@ -176,8 +177,6 @@ class Dataset:
         """A dataset from GT boxes in memory: images are the GT's image ids, ``vocabulary`` defaults to the GT
         categories (sorted), ``K`` (one ``(3, 3)`` or ``(n_images, 3, 3)``) to the identity, ``proximity`` to
         Omni3D's rule for the name (on for SUNRGBD and Objectron)."""
-        from ov3d_core.taxonomy import uses_proximity
-
         ids = np.unique(np.asarray(gt.image_id, np.int64))
         Ks = np.broadcast_to(np.eye(3) if K is None else np.asarray(K, np.float64), (len(ids), 3, 3)).copy()
         images = pd.DataFrame({"image_id": ids, "width": int(width), "height": int(height), "file_path": "",

@@ -24,7 +24,9 @@ import pandas as pd
 
 from ov3d_core.analysis import Analysis, View
 from ov3d_core.report import (ReportOptions, _concat, class_split_table, confusion_tables, distance_tables,
-                              pivot_table, protocol_tables)
+                              pivot_table, protocol_tables, transfer_tables)
+from ov3d_core.viz import bars, curves, heatmap, runtime as viz_runtime
+from ov3d_core.viz.export import figure_bytes, safe_file_name
 
 __all__ = ["ARTEFACTS", "Artefact", "PaperResult", "PROMPT_SUBSET", "RUNTIME_SUBSET", "build_paper", "write_paper"]
 
@@ -165,9 +167,6 @@ def build_paper(a: Analysis, options: ReportOptions | None = None, *,
                 progress: Callable[[str], None] | None = None) -> PaperResult:
     """Every artefact of :data:`ARTEFACTS` the inputs allow (``options``: protocol, threshold, encoder, class-split
     and confusion settings, as for ``ov3d report``)."""
-    from ov3d_core.viz import bars, curves, heatmap, runtime as viz_runtime
-    from ov3d_core.report import transfer_tables
-
     options = options or ReportOptions()
     say = progress or (lambda _msg: None)
     res = PaperResult()
@@ -324,8 +323,6 @@ def write_paper(result: PaperResult, out: str | Path, *, figure_format: str = "p
     per run;
     ``none``: the figures' data only) and ``PAPER.md``: which document artefact each file reproduces, where the app
     shows it, and what the inputs cannot give, and why."""
-    from ov3d_core.viz.export import figure_bytes, safe_file_name
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -56,8 +56,6 @@ class Analysis(Recipe, Tables, Diagnostics, Prompts, Stats):
                    category_list: Sequence[str] | None = None, categories: Sequence[str] | None = None,
                    cache_dir: str | Path | None = None, dataset_name: str | None = None) -> "Analysis":
         """One dataset from Omni3D GT file(s) and one run per prediction file (what ``ov3d evaluate`` builds)."""
-        from ov3d_core.io.config import config_from_files
-
         gts = [gt] if isinstance(gt, (str, Path)) else list(gt)
         preds = [predictions] if isinstance(predictions, (str, Path)) else list(predictions)
         cfg = config_from_files(gts, preds, run_names=list(run_names) if run_names else None,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ov3d_core.demo.jsonfast import ANN_TEMPLATE, jstr
 from ov3d_core.demo.scenes import Scene, rotate
 from ov3d_core.geometry.boxes import corners_from_pose, project_points
 
@@ -111,8 +112,6 @@ def _annotation_texts(scene: Scene, C, D, Rm, corners, proj, trunc, tight, visib
                       behind, seg_pts, lidar_pts, ann_ids, cats) -> list[str] | None:
     """The JSON texts of the annotation records (the dict records of :func:`annotate` through ``json.dumps``): one
     ``%`` formatting per record of the same rounded values (None if any is not finite: the dicts and json then)."""
-    from ov3d_core.demo.jsonfast import ANN_TEMPLATE, jstr
-
     n = len(ann_ids)
     M = np.concatenate([Rm.reshape(n, 9), proj.round(4), tight.round(2), trunc.round(4),
                         corners.round(ROUND).reshape(n, 24), C, D, truncation.round(4)[:, None],

@@ -56,6 +56,7 @@ from functools import lru_cache
 import numpy as np
 
 from ov3d_core.demo.annotate import GTObject, projected_box2d_fast
+from ov3d_core.demo.jsonfast import PRED_TEMPLATE, PRED_TEMPLATE_NO_NAME, dumps, jstr
 from ov3d_core.demo.rng import Stream
 from ov3d_core.demo.scenes import DatasetSpec, Scene
 from ov3d_core.geometry.boxes import corners_from_pose
@@ -794,8 +795,6 @@ def prediction_json(preds: list[Pred], image_id: int, K: np.ndarray, category_id
     values; a large annotations-only build writes ~10^6 records)."""
     if not preds:
         return []
-    from ov3d_core.demo.jsonfast import PRED_TEMPLATE, PRED_TEMPLATE_NO_NAME, dumps, jstr
-
     bbox, c2, C, D, R, corners = _prediction_arrays(preds, K)
     n = len(preds)
     M = np.concatenate([bbox, corners.reshape(n, 24), c2, C, C[:, 2:], D, R.reshape(n, 9)], axis=1)

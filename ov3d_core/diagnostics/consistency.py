@@ -25,7 +25,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ov3d_core.eval.ap import APInputs, APParams
+from ov3d_core.eval.ap import APInputs, APParams, matches_at
+from ov3d_core.geometry.iou3d import paired_iou_3d
 
 __all__ = ["ConsistencyResult", "recovered_by", "prompt_consistency", "prompt_consistency_from_inputs",
            "prompt_consistency_per_template"]
@@ -35,8 +36,6 @@ def recovered_by(inputs: APInputs, *, n_categories: int, iou: float = 0.5,
                  params: APParams | None = None) -> np.ndarray:
     """``(n_gt,)`` prediction row matched to each GT at 3D IoU >= ``iou`` (same class, Omni3D greedy), -1 if none
     (ignored and non-evaluated GT: -1)."""
-    from ov3d_core.eval.ap import matches_at
-
     m = matches_at(inputs, iou, int(n_categories), params or APParams())
     ok = m.gt_evaluated & ~m.gt_ignore
     return np.where(ok, m.gt_match[0], -1)
@@ -75,8 +74,6 @@ class ConsistencyResult:
 
 def _pairwise_plc(matched: np.ndarray, corners: Sequence[np.ndarray]) -> np.ndarray:
     """``(G,)`` mean pairwise IoU over template pairs for rows of ``matched (T, G)`` (all >= 0)."""
-    from ov3d_core.geometry.iou3d import paired_iou_3d
-
     T, G = matched.shape
     if T < 2 or G == 0:
         return np.full(G, np.nan)

@@ -69,7 +69,10 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ov3d_core.eval.ap import APInputs, APParams
+from ov3d_core.diagnostics.distance import same_group_pairs
+from ov3d_core.eval.ap import APInputs, APParams, map3d
+from ov3d_core.geometry.iou2d import paired_iou_2d
+from ov3d_core.geometry.iou3d import candidate_pairs, paired_iou_3d, valid_boxes
 
 __all__ = ["class_agnostic_nms", "label_ranks", "gt_rank_matches", "gt_label_ranks", "median_rank",
            "hardest_negatives", "associate_true_class", "restricted_argmax", "vocabulary_size_curve",
@@ -94,8 +97,6 @@ def _greedy_nms(order, indptr, nbr, n):
 
 def _pred_pairs(image, corners, box2d, mode: str):
     """(i, j, iou) for i < j of boxes in the same image that may overlap."""
-    from ov3d_core.geometry.iou3d import candidate_pairs, paired_iou_3d, valid_boxes
-
     if mode == "3d":
         if corners is None:
             raise ValueError("class_agnostic_nms: mode '3d' needs corners")
@@ -109,8 +110,6 @@ def _pred_pairs(image, corners, box2d, mode: str):
         return ia, ib, iou
     if mode != "2d":
         raise ValueError(f"class_agnostic_nms: expected mode '3d' or '2d', got {mode!r}")
-    from ov3d_core.geometry.iou2d import paired_iou_2d
-
     if box2d is None:
         raise ValueError("class_agnostic_nms: mode '2d' needs box2d")
     b = np.asarray(box2d, np.float64)
@@ -118,8 +117,6 @@ def _pred_pairs(image, corners, box2d, mode: str):
         c = np.asarray(corners, np.float64)
         ia, ib = candidate_pairs(image, image, c, c, b, b)
     else:  # every pair of the same image
-        from ov3d_core.diagnostics.distance import same_group_pairs
-
         _, code = np.unique(image, return_inverse=True)
         ia, ib = same_group_pairs(code.astype(np.int64), code.astype(np.int64))
         ia, ib = ib, ia
@@ -311,8 +308,6 @@ def vocabulary_size_curve(inputs: APInputs, score_matrix, similarity, *, n_categ
         DataFrame: ``k``, ``AP3D`` (percent), ``accuracy`` (associated predictions given their true class),
         ``median_rank`` / ``median_rank_fgovd`` / ``mean_rank`` of the true class among its k + 1 candidates.
     """
-    from ov3d_core.eval.ap import map3d
-
     S = np.asarray(score_matrix, np.float64)
     V = int(n_categories)
     if S.shape != (len(inputs.pred_label), V):
@@ -449,8 +444,6 @@ def tier_object_ranks(inputs: APInputs, score_matrix, negatives, *, iou_threshol
 def _tier_map(inputs: APInputs, S: np.ndarray, neg: np.ndarray, true_class: np.ndarray, V: int, params,
               rescore: bool) -> float:
     """mAP_3D with every prediction associated with a GT of the tier choosing among that GT's vocabulary."""
-    from ov3d_core.eval.ap import map3d
-
     avail = (neg >= 0).all(axis=1)
     gl = np.asarray(inputs.gt_label, np.int64)
     gl_t = np.where((gl >= 0) & avail[np.maximum(gl, 0)], gl, -1)

@@ -36,9 +36,10 @@ from pydantic_core import PydanticCustomError, PydanticUndefined
 
 from ov3d_core.errors import InputError
 from ov3d_core.io.ontology_file import load_ontology
-from ov3d_core.io.paths import is_under_roots
+from ov3d_core.io.paths import DATA_ROOT_ENV, check_under_roots, is_under_roots
 from ov3d_core.io.yaml_safe import Kind, load_yaml_file
 from ov3d_core.ontology import BUILTIN_ONTOLOGIES
+from ov3d_core.remap.templates import BUILTIN_TEMPLATES, PROBENCH_TEMPLATES, PROBENCH_WRAPPED
 
 ENVIRONMENTS = ("indoor", "outdoor")
 DATASET_FORMATS = ("omni3d", "kitti")
@@ -186,8 +187,6 @@ Subsets = Annotated[dict[Name, CategoryNames], Expect("a mapping of subset name 
 def known_template_ids() -> tuple[str, ...]:
     """Template ids a ``per_template`` entry may name: the built-in ids (U1..U5, S1..S5, O1..O5) and Pro-Bench's
     (``PB-<type>``, ``PB-<type>-wrapped``), from ``ov3d_core.remap.templates``."""
-    from ov3d_core.remap.templates import BUILTIN_TEMPLATES, PROBENCH_TEMPLATES, PROBENCH_WRAPPED
-
     return tuple(t.id for t in (*BUILTIN_TEMPLATES, *PROBENCH_TEMPLATES, *PROBENCH_WRAPPED))
 
 
@@ -542,8 +541,6 @@ def load_config(path: str | Path, *, allowed_roots=None) -> BenchmarkConfig:
     """
     path = Path(path)
     if allowed_roots is not None:
-        from ov3d_core.io.paths import check_under_roots
-
         allowed_roots = tuple(allowed_roots)
         check_under_roots(path, allowed_roots, what="a benchmark config")
     doc = load_yaml_file(path, file=str(path))
@@ -679,8 +676,6 @@ def config_paths(config: BenchmarkConfig) -> list[tuple[str, str, Path]]:
 
 def check_config_roots(config: BenchmarkConfig, roots, *, file: str | None = None) -> None:
     """``InputError`` (naming the entry and key, not the path) for the first path of ``config`` outside ``roots``."""
-    from ov3d_core.io.paths import DATA_ROOT_ENV, is_under_roots
-
     roots = tuple(roots)
     label = file if file is not None else (config.path.name if config.path is not None else "<config>")
     for record, key, p in config_paths(config):
