@@ -89,6 +89,7 @@ def test_the_3d_view_is_beside_the_images_at_the_top(server, browser):
     try:
         open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
         _scene_drawn(page)
+        wait_probed(page)  # the probe's caption is in: the layout is still while it is measured
         panel = page.locator(".js-plotly-plot:has(.imagelayer image)").first
         panel.wait_for(timeout=120_000)
         p, s = panel.bounding_box(), page.locator(SCENE).bounding_box()
@@ -110,6 +111,7 @@ def test_camera_presets_are_visible_buttons_that_move_the_camera(server, browser
     try:
         open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
         _scene_drawn(page)
+        wait_probed(page)  # the probe's caption is in and its run is over: the layout is still, no run is pending
         bar = page.locator(".ov3d-gl-cams")
         buttons = bar.locator("button")
         buttons.first.wait_for(timeout=60_000)
@@ -121,7 +123,6 @@ def test_camera_presets_are_visible_buttons_that_move_the_camera(server, browser
         assert page.locator(f"{SCENE} .updatemenu-button").count() == 0  # no second set inside the figure
         camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"
         assert page.evaluate(camera, SCENE)["up"]["y"] < -0.8  # ego first
-        wait_probed(page)  # the probe's script run is over: what follows must start none
         buttons.nth(1).click()  # top-down
         page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                                arg=SCENE, timeout=30_000)
