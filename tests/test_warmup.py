@@ -22,8 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
-# Every numba dispatcher defined in a module of the package, by qualified name, and the signatures this process holds
-# (compiled or loaded from the cache).
+# Every numba dispatcher defined in a module of the package, by qualified name, the signatures this process holds
+# (compiled or loaded from the cache), and a counter of numba compiles.
 KERNELS = """
 import importlib, pkgutil, sys
 import ov3d_core
@@ -46,20 +46,21 @@ def kernels(imported_only=False):
 
 def signatures(ks):
     return {k: sorted(str(s) for s in d.signatures) for k, d in ks.items()}
+
+from numba.core import event
+compiles = []  # numba compiles in this process
+class Count(event.Listener):
+    def on_start(self, ev): compiles.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev): pass
+event.register("numba:compile", Count())
 """
 
-# The README's warm-up command (its module run as __main__), with a counter of numba compiles; then every kernel of
+# The README's warm-up command (its module run as __main__); then every kernel of
 # the package, those Python code calls (entry points: a kernel only other kernels call is compiled into its
 # callers) that the warm-up left without a signature, and those not cached on disk.
 WARM_UP = KERNELS + """
 import ast, json, runpy
 from pathlib import Path
-from numba.core import event
-compiles = []
-class Count(event.Listener):
-    def on_start(self, ev): compiles.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev): pass
-event.register("numba:compile", Count())
 runpy.run_module("ov3d_core.analysis.warmup", run_name="__main__")
 
 def python_names(tree):
@@ -92,15 +93,9 @@ print("COMPILES", len(compiles))
 print("SIGNATURES", json.dumps(signatures(ks)))
 """
 
-# A user's process after the warm-up: the README's notebook examples on a demo, with a counter of numba compiles.
+# A user's process after the warm-up: the README's notebook examples on a demo.
 USER = KERNELS + """
 import json
-from numba.core import event
-compiles = []
-class Count(event.Listener):
-    def on_start(self, ev): compiles.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev): pass
-event.register("numba:compile", Count())
 import re, sys
 from pathlib import Path
 text = Path(sys.argv[1]).read_text()
