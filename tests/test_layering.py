@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[frozenset[str], ...] = (
     # the engine and the core utilities: loading, geometry, scoring, caches, remapping, the demo, figures, exports
     frozenset({"geometry", "io", "eval", "heap", "digest", "memo", "errors", "model", "taxonomy", "ontology", "tags",
-               "tables", "scorecache", "compile_notice", "benchmark", "remap", "demo", "viz", "export"}),
+               "tables", "scorecache", "compile_notice", "open3d_import", "benchmark", "remap", "demo", "viz",
+               "export"}),
     frozenset({"diagnostics"}),
     frozenset({"analysis", "ov3d_core"}),
     frozenset({"report", "paper", "commands", "cli", "__main__"}),  # paper: the papers' tables, laid out like report

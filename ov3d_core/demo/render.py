@@ -25,6 +25,7 @@ from ov3d_core.demo import scenes as S
 from ov3d_core.demo.rng import Stream
 from ov3d_core.demo.scenes import rotate
 from ov3d_core.demo.shapes import EMISSIVE, GLASS, GLOSSY
+from ov3d_core.open3d_import import open3d
 
 INDOOR_POINT_STRIDE = 16  # depth-map back-projection grid (pixels)
 LIDAR_BEAMS = 32
@@ -79,7 +80,7 @@ def _mesh_arrays(scene: S.Scene):
 
 
 def build_raycasting_scene(geoms):
-    import open3d as o3d
+    o3d = open3d()
 
     rs = o3d.t.geometry.RaycastingScene()
     for v, t in geoms:
@@ -89,7 +90,7 @@ def build_raycasting_scene(geoms):
 
 
 def _cast(rs, origins: np.ndarray, dirs: np.ndarray):
-    import open3d as o3d
+    o3d = open3d()
 
     rays = np.concatenate([np.broadcast_to(origins, dirs.shape), dirs], 1).astype(np.float32)
     out = rs.cast_rays(o3d.core.Tensor(rays))
@@ -277,7 +278,7 @@ def _alone_counts(scene: S.Scene, obj_geoms, dirs: np.ndarray, inst2: np.ndarray
         slot_obj.append(i)
     if not geoms:
         return alone, vis_s
-    import open3d as o3d
+    o3d = open3d()
 
     rs = build_raycasting_scene(geoms)
     rays = np.concatenate([np.concatenate(origins), np.concatenate(ray_dirs)], 1).astype(np.float32)
@@ -390,7 +391,7 @@ def save_depth(path, depth: np.ndarray) -> None:
 
 
 def save_points(path, pts: np.ndarray) -> None:
-    import open3d as o3d
+    o3d = open3d()
 
     pc = o3d.t.geometry.PointCloud(o3d.core.Tensor(np.ascontiguousarray(pts, np.float32)))
     o3d.t.io.write_point_cloud(str(path), pc, write_ascii=False, compressed=False)

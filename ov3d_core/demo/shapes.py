@@ -22,6 +22,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from ov3d_core.demo.rng import Stream
+from ov3d_core.open3d_import import open3d
 
 # Shading material codes (render.py).
 MATTE, GLOSSY, GLASS, EMISSIVE = 0, 1, 2, 3
@@ -52,7 +53,7 @@ def _template(kind: str, res: int = 12) -> tuple[np.ndarray, np.ndarray]:
 
     box: unit cube centred on the origin; cylinder: radius 1, height 1, axis y, centred; sphere: radius 1;
     cone: radius 1, height 1, base on y = 0, apex at y = 1."""
-    import open3d as o3d
+    o3d = open3d()
 
     if kind == "box":
         m = o3d.geometry.TriangleMesh.create_box(1.0, 1.0, 1.0)

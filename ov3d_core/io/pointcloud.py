@@ -15,6 +15,7 @@ import numpy as np
 from ov3d_core.errors import InputError
 from ov3d_core.geometry.boxes import project_points
 from ov3d_core.io._validate import check_file, check_finite_array
+from ov3d_core.open3d_import import open3d
 
 #: Extensions open3d's ``read_point_cloud`` understands.
 POINT_CLOUD_EXTS = (".ply", ".pcd", ".xyz", ".xyzn", ".xyzrgb", ".pts")
@@ -27,7 +28,7 @@ def load_point_cloud(path) -> tuple[np.ndarray, np.ndarray | None]:
     p = check_file(path)
     if p.suffix.lower() not in POINT_CLOUD_EXTS:
         raise InputError(str(p), None, None, f"a point cloud file ({', '.join(POINT_CLOUD_EXTS)})", got=p.suffix)
-    import open3d as o3d
+    o3d = open3d()
 
     try:
         pc = o3d.io.read_point_cloud(str(p))
