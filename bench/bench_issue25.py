@@ -101,9 +101,10 @@ _WATCH_RUN = """() => { window.__ov3dRan = false; const a = document.querySelect
 def theta_step(page) -> float:
     """Seconds from one keyboard step of the prompt lab's θ slider until the script run it started is over and
     every chart is drawn (the step is seen by a watcher of the app's run state, installed before the key press)."""
-    thumb = page.locator('[data-testid="stSlider"]', has_text="θ: keep a box").first.locator('[role="slider"]')
+    # Streamlit 1.67's slider is a react-aria group around a visually hidden <input type="range"> (no role="slider")
+    thumb = page.locator('[data-testid="stSlider"]', has_text="θ: keep a box").first.locator('input[type="range"]')
     thumb.focus()
-    value = float(thumb.get_attribute("aria-valuenow") or 0)
+    value = float(thumb.input_value() or 0)
     page.evaluate(_WATCH_RUN)
     t0 = time.perf_counter()
     page.keyboard.press("ArrowRight" if value < 0.9 else "ArrowLeft")
