@@ -175,19 +175,29 @@ class Prompts:
     def _ray_template_scores(self, views: Sequence[View], templates: tuple[str, ...],
                              address: str | None) -> list[pd.DataFrame]:
         from ov3d_core.analysis.sweep import SweepJob, sweep  # sweep builds Analysis objects: imported on use
+        from ov3d_core.remap.engines.ray_data import connect  # imports ray on use only
 
         b = self.benchmark
         store = cache.EmbeddingStore(self.embedding_dir)
         jobs = []
-        for v in views:
-            rep = embed(store, b.dataset(v.dataset), b.run(v.run, v.dataset), v.remap.encoder, engine="ray",
-                        crops_json=b.run_spec(v.run, v.dataset).crops, address=address, progress=False)
-            if rep.embeddings is None:
-                raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
-                                 "; ".join(str(f) for f in rep.failures))
-            jobs += [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol, v.remap.score_mode)
-                     for t in templates]
-        rows = sweep(b.config.path, jobs, engine="ray", cache_dir=self.embedding_dir, address=address)
+        # One Ray connection for every view's embeddings and the sweep: each of them would otherwise start (and shut
+        # down) a local instance of its own when this process has none.
+        started = connect(address)
+        try:
+            for v in views:
+                rep = embed(store, b.dataset(v.dataset), b.run(v.run, v.dataset), v.remap.encoder, engine="ray",
+                            crops_json=b.run_spec(v.run, v.dataset).crops, address=address, progress=False)
+                if rep.embeddings is None:
+                    raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
+                                     "; ".join(str(f) for f in rep.failures))
+                jobs += [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol,
+                                  v.remap.score_mode) for t in templates]
+            rows = sweep(b.config.path, jobs, engine="ray", cache_dir=self.embedding_dir, address=address)
+        finally:
+            if started:
+                import ray
+
+                ray.shutdown()
         out = []
         for v in views:
             got = rows[(rows["dataset"] == v.dataset) & (rows["run"] == v.run)].reset_index(drop=True)

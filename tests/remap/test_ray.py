@@ -1,6 +1,6 @@
 """The Ray engines on a local Ray instance (one per module, 2 CPUs) and the tiny demo: the Ray embedding engine writes
 the in-process engine's cache, resumes only missing shards, reports a failing image while the other shards finish,
-survives a killed worker; the Ray sweep gives the in-process table."""
+survives a killed worker; the Ray sweep gives the in-process table. The report on Ray: ``test_ray_report.py``."""
 
 from __future__ import annotations
 
@@ -281,18 +281,3 @@ def test_sweep_input_errors(demo, tmp_path):
                        (("demo_indoor", "wild_like", "proxy", "no such template", 0.3, "dataset-level"), "template")):
         with pytest.raises(InputError, match=field):
             sweep(cfg, [bad], cache_dir=tmp_path)
-
-
-def test_report_on_ray_writes_the_in_process_prompt_tables(ray_instance, demo_copy, tmp_path):
-    """``ov3d report --engine ray``: embeddings and the template sweep on Ray, the same tables as in-process."""
-    from ov3d_core.cli import main
-
-    cfg = demo_copy / "benchmark.yaml"
-    common = ["report", "--config", str(cfg), "--encoder", "proxy", "--splits", "20", "--remap-runs", "cubercnn_star"]
-    assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
-    assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    for name in ("prompt_templates", "prompt_sensitivity", "three_axis"):
-        a = pd.read_csv(tmp_path / "ray" / "csv" / f"{name}.csv")
-        b = pd.read_csv(tmp_path / "local" / "csv" / f"{name}.csv")
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
-    assert len(pd.read_csv(tmp_path / "ray" / "csv" / "prompt_templates.csv")) == 15 * 3

@@ -1,0 +1,45 @@
+"""``ov3d report --engine ray`` as a user without a cluster runs it: no Ray in the process beforehand. The crop
+embeddings of every remapped run and the template sweep run on one local Ray instance, started once and shut down at
+the end, and the prompt tables are the in-process report's."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import ray
+
+from ov3d_core.cli import main
+from tests.remap.test_ray import demo, demo_copy  # noqa: F401 - the tiny demo and a private copy (fixtures)
+
+
+@pytest.fixture
+def no_ray():
+    if ray.is_initialized():  # a Ray instance another module left behind would hide the report's own start
+        ray.shutdown()
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def test_report_on_ray_starts_ray_once_and_writes_the_in_process_prompt_tables(no_ray, demo_copy, tmp_path,
+                                                                                 monkeypatch):
+    starts = []
+    real_init = ray.init
+
+    def counted_init(*args, **kw):  # the real ray.init, counted
+        starts.append(kw.get("address"))
+        return real_init(*args, **kw)
+
+    monkeypatch.setattr(ray, "init", counted_init)
+    cfg = demo_copy / "benchmark.yaml"
+    common = ["report", "--config", str(cfg), "--encoder", "proxy", "--splits", "20", "--remap-runs", "cubercnn_star"]
+    assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+    # three remapped views (one per dataset) embedded and one sweep: all on the one local instance, closed after
+    assert starts == [None]
+    assert not ray.is_initialized()
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    for name in ("prompt_templates", "prompt_sensitivity", "three_axis"):
+        a = pd.read_csv(tmp_path / "ray" / "csv" / f"{name}.csv")
+        b = pd.read_csv(tmp_path / "local" / "csv" / f"{name}.csv")
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert len(pd.read_csv(tmp_path / "ray" / "csv" / "prompt_templates.csv")) == 15 * 3
