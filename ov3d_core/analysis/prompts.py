@@ -24,7 +24,7 @@ from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import CONFUSION_IOU, RECALL_KEY
 from ov3d_core.remap import cache, pipeline, templates as template_sets
 from ov3d_core.remap.encoders import make_encoder
-from ov3d_core.remap.engines import ENGINES, embed
+from ov3d_core.remap.engines import ENGINES
 
 __all__ = ["Prompts"]
 
@@ -175,21 +175,28 @@ class Prompts:
     def _ray_template_scores(self, views: Sequence[View], templates: tuple[str, ...],
                              address: str | None) -> list[pd.DataFrame]:
         from ov3d_core.analysis.sweep import SweepJob, sweep  # sweep builds Analysis objects: imported on use
-        from ov3d_core.remap.engines.ray_data import connect  # imports ray on use only
+        from ov3d_core.remap.engines.ray_data import connect, embed_ray_many  # imports ray on use only
 
         b = self.benchmark
         store = cache.EmbeddingStore(self.embedding_dir)
         jobs = []
         # One Ray connection for every view's embeddings and the sweep: each of them would otherwise start (and shut
-        # down) a local instance of its own when this process has none.
+        # down) a local instance of its own when this process has none. The views of one encoder are embedded in
+        # one Ray dataset: one pool of encoder actors for all of them.
         started = connect(address)
         try:
+            by_encoder: dict[str, list[View]] = {}
             for v in views:
-                rep = embed(store, b.dataset(v.dataset), b.run(v.run, v.dataset), v.remap.encoder, engine="ray",
-                            crops_json=b.run_spec(v.run, v.dataset).crops, address=address, progress=False)
-                if rep.embeddings is None:
-                    raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
-                                     "; ".join(str(f) for f in rep.failures))
+                by_encoder.setdefault(v.remap.encoder, []).append(v)
+            for encoder, group in by_encoder.items():
+                reps = embed_ray_many(store, [(b.dataset(v.dataset), b.run(v.run, v.dataset),
+                                               b.run_spec(v.run, v.dataset).crops) for v in group], encoder,
+                                      address=address, progress=False)
+                for v, rep in zip(group, reps):
+                    if rep.embeddings is None:
+                        raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
+                                         "; ".join(str(f) for f in rep.failures))
+            for v in views:
                 jobs += [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol,
                                   v.remap.score_mode) for t in templates]
             rows = sweep(b.config.path, jobs, engine="ray", cache_dir=self.embedding_dir, address=address)

@@ -22,7 +22,9 @@ from ov3d_core.cli import main
 from ov3d_core.errors import InputError
 from ov3d_core.remap.cache import EmbeddingStore
 from ov3d_core.remap.engines import embed
-from ov3d_core.remap.engines.ray_data import ShardEncoder, check_address, cut_shard, plan_workers, work_items
+from ov3d_core.remap.engines import ray_data
+from ov3d_core.remap.engines.ray_data import (ShardEncoder, check_address, cut_shard, embed_ray_many, plan_workers,
+                                              work_items)
 from ov3d_core.remap.pipeline import LiveRemapper
 from ov3d_core.remap.sources import crop_source
 from ov3d_core.analysis.sweep import SweepJob, grid, sweep
@@ -181,6 +183,28 @@ def test_a_killed_worker_loses_only_its_shard(ray_instance, demo, tmp_path):
     assert sorted(rep.written) == list(range(rep.n_shards))  # every shard written once, the lost one retried
     ref = embed(EmbeddingStore(tmp_path / "local"), ds, run, CaptionFake(), crops_json=crops, chunk_size=5)
     assert _same_files(ref.embeddings.path, rep.embeddings.path) == dict.fromkeys(CACHE_FILES, True)
+
+
+def test_several_runs_share_one_actor_pool_and_write_the_in_process_caches(ray_instance, demo, tmp_path,
+                                                                           monkeypatch):
+    b = _bench(demo)
+    jobs = [(b.dataset(d), b.run(r, d), b.run_spec(r, d).crops)
+            for d, r in (("demo_outdoor", "wild_like"), ("demo_indoor", "cubercnn_star"))]
+    pipelines = []
+    real = ray_data._run_pipeline
+    monkeypatch.setattr(ray_data, "_run_pipeline", lambda todo, *a, **k: pipelines.append(len(todo)) or real(
+        todo, *a, **k))
+    reps = embed_ray_many(EmbeddingStore(tmp_path / "ray"), jobs + jobs[:1], CaptionFake, chunk_size=5,
+                          progress=False)
+    assert pipelines == [2]  # both runs in one Ray dataset (one pool of encoder actors); the repeated job once
+    assert len(reps) == 3 and reps[2] is reps[0]
+    for (ds, run, crops), rep in zip(jobs, reps):
+        assert (rep.dataset, rep.run) == (ds.name, run.name)
+        assert rep.complete and not rep.failures and sorted(rep.written) == list(range(rep.n_shards))
+        ref = embed(EmbeddingStore(tmp_path / "local"), ds, run, CaptionFake(), crops_json=crops, chunk_size=5)
+        assert _same_files(ref.embeddings.path, rep.embeddings.path) == dict.fromkeys(CACHE_FILES, True)
+    again = embed_ray_many(EmbeddingStore(tmp_path / "ray"), jobs, CaptionFake, chunk_size=5, progress=False)
+    assert pipelines == [2] and all(r.cached for r in again)  # complete entries: no Ray work at all
 
 
 def test_an_encoder_error_names_the_record_at_fault(demo, tmp_path):

@@ -1,6 +1,6 @@
 """``ov3d report --engine ray`` as a user without a cluster runs it: no Ray in the process beforehand. The crop
 embeddings of every remapped run and the template sweep run on one local Ray instance, started once and shut down at
-the end, and the prompt tables are the in-process report's."""
+the end, with one pool of encoder actors for every view's crops, and the prompt tables are the in-process report's."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import ray
 
 from ov3d_core.cli import main
+from ov3d_core.remap.engines import ray_data
 from tests.remap.test_ray import demo, demo_copy  # noqa: F401 - the tiny demo and a private copy (fixtures)
 
 
@@ -31,11 +32,18 @@ def test_report_on_ray_starts_ray_once_and_writes_the_in_process_prompt_tables(n
         return real_init(*args, **kw)
 
     monkeypatch.setattr(ray, "init", counted_init)
+    pipelines = []
+    real_pipeline = ray_data._run_pipeline
+    monkeypatch.setattr(ray_data, "_run_pipeline", lambda todo, *a, **k: pipelines.append(
+        sorted((e.dataset, e.run) for e, _, _ in todo)) or real_pipeline(todo, *a, **k))
     cfg = demo_copy / "benchmark.yaml"
     common = ["report", "--config", str(cfg), "--encoder", "proxy", "--splits", "20", "--remap-runs", "cubercnn_star"]
     assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
     # three remapped views (one per dataset) embedded and one sweep: all on the one local instance, closed after
     assert starts == [None]
+    # ... and the three views' crops went through one Ray dataset: one pool of encoder actors, not one per view
+    assert pipelines == [[("demo_indoor", "cubercnn_star"), ("demo_outdoor", "cubercnn_star"),
+                          ("demo_outdoor_av", "cubercnn_star")]]
     assert not ray.is_initialized()
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
     for name in ("prompt_templates", "prompt_sensitivity", "three_axis"):

@@ -1,5 +1,6 @@
 """The Ray Data embedding engine: a run's missing shards as a Ray dataset, cropped in CPU tasks and encoded by a pool
-of actors that each load the encoder once; this process writes every shard into the cache as it arrives.
+of actors that each load the encoder once; this process writes every shard into the cache as it arrives. Several
+runs (``embed_ray_many``: a report's remapped views) share one dataset and so one actor pool.
 
 Pipeline (one row per shard, i.e. per chunk of the cache)::
 
@@ -216,15 +217,16 @@ class ShardEncoder:
 
     def __call__(self, batch: dict) -> dict:
         keys = list(batch)
-        out: dict[str, list] = {"chunk": [], "block": [], "dim": [], "error": []}
+        out: dict[str, list] = {"job": [], "chunk": [], "block": [], "dim": [], "error": []}
         for i in range(len(batch["chunk"])):
             row = {k: batch[k][i] for k in keys}
             block, dim, err = self.encode(row)
+            out["job"].append(int(row.get("job", 0)))  # which run of the dataset (``embed_ray_many``)
             out["chunk"].append(int(row["chunk"]))
             out["block"].append(block)
             out["dim"].append(dim)
             out["error"].append(err)
-        return {"chunk": np.array(out["chunk"], np.int64), "block": np.array(out["block"], dtype=object),
+        return {"job": np.array(out["job"], np.int64), "chunk": np.array(out["chunk"], np.int64), "block": np.array(out["block"], dtype=object),
                 "dim": np.array(out["dim"], np.int64), "error": np.array(out["error"], dtype=object)}
 
 
@@ -250,7 +252,7 @@ def plan_workers(resources: dict, n_shards: int, *, gpus_per_worker: float | Non
                          "(0 for CPU workers)", gpus)
     n = int(workers) if workers else (int(n_gpu // gpus) if gpus > 0 else max(1, int(n_cpu)))
     n = max(1, min(n, max(n_shards, 1)))
-    crop_tasks = max(2, 2 * n)
+    crop_tasks = min(max(2, 2 * n), max(n_shards, 1))  # more tasks than shards: Ray Data warns, nothing gained
     cpus = min(1.0, (n_cpu - CROP_CPUS * crop_tasks) / n)
     if cpus <= 0:
         cpus = min(1.0, n_cpu / (2 * n))
@@ -273,51 +275,80 @@ def embed_ray(store, dataset, run, encoder, *, crops_json=None, pad: float = 0.0
         gpus_per_worker: GPUs per encoder actor (default 1 when the cluster has GPUs, else CPU actors; 0 forces CPU).
         workers: number of encoder actors (default: one per GPU share, else one per CPU).
     """
+    return embed_ray_many(store, [(dataset, run, crops_json)], encoder, pad=pad, min_size=min_size,
+                          chunk_size=chunk_size, batch_size=batch_size, address=address,
+                          gpus_per_worker=gpus_per_worker, workers=workers, progress=progress)[0]
+
+
+def embed_ray_many(store, jobs, encoder, *, pad: float = 0.0, min_size: float = 8, chunk_size: int = 256,
+                   batch_size: int | None = None, address: str | None = None, gpus_per_worker: float | None = None,
+                   workers: int | None = None, progress: bool = True) -> list[EmbedReport]:
+    """:func:`embed_ray` for several runs at once, one report per job in order: ``jobs`` are ``(dataset, run,
+    crops_json)``. The missing shards of every run go through one Ray dataset, so one pool of encoder actors (each
+    loading the encoder once) serves them all, instead of a pool started and torn down per run. A run listed twice
+    is computed once (both entries get the same report)."""
     t0 = time.perf_counter()
     address = check_address(address)
     info = _describe(encoder)
-    src = crop_source(dataset, run, info, crops_json=crops_json, pad=pad, min_size=min_size)
-    n = len(src.records)
-    report = EmbedReport("ray", dataset.name, run.name, info.name, info.cache_key, n_rows=n,
-                         n_shards=(n + chunk_size - 1) // max(int(chunk_size), 1))
-    done = store.load(dataset.name, run.name, info.cache_key, src.inputs_hash)
-    if done is not None:
-        report.embeddings, report.cached = done, True
-        return report
-    if n == 0:  # nothing to distribute; the local engine learns the width from the text side
-        local = embed_local(store, dataset, run, encoder if isinstance(encoder, str) else encoder(),
-                            crops_json=crops_json, pad=pad, min_size=min_size, chunk_size=chunk_size,
-                            batch_size=batch_size, progress=False)
-        report.embeddings = local.embeddings
-        return report
-    entry = store.begin(dataset.name, run.name, info.cache_key, records=src.records, valid=src.valid,
-                        inputs_hash=src.inputs_hash, chunk_size=chunk_size, encoder_name=info.name)
-    if entry.todo:
+    reports: list[EmbedReport] = []
+    todo: list[tuple] = []  # (entry, src, report) of the runs with shards to compute
+    first: dict[tuple[str, str], EmbedReport] = {}
+    for dataset, run, crops_json in jobs:
+        key = (dataset.name, run.name)
+        if key in first:
+            reports.append(first[key])
+            continue
+        src = crop_source(dataset, run, info, crops_json=crops_json, pad=pad, min_size=min_size)
+        n = len(src.records)
+        report = EmbedReport("ray", dataset.name, run.name, info.name, info.cache_key, n_rows=n,
+                             n_shards=(n + chunk_size - 1) // max(int(chunk_size), 1))
+        first[key] = report
+        reports.append(report)
+        done = store.load(dataset.name, run.name, info.cache_key, src.inputs_hash)
+        if done is not None:
+            report.embeddings, report.cached = done, True
+            continue
+        if n == 0:  # nothing to distribute; the local engine learns the width from the text side
+            local = embed_local(store, dataset, run, encoder if isinstance(encoder, str) else encoder(),
+                                crops_json=crops_json, pad=pad, min_size=min_size, chunk_size=chunk_size,
+                                batch_size=batch_size, progress=False)
+            report.embeddings = local.embeddings
+            continue
+        entry = store.begin(dataset.name, run.name, info.cache_key, records=src.records, valid=src.valid,
+                            inputs_hash=src.inputs_hash, chunk_size=chunk_size, encoder_name=info.name)
+        todo.append((entry, src, report))
+    pending = [t for t in todo if t[0].todo]
+    if pending:
         started = connect(address)
         try:
-            _run_pipeline(entry, src, encoder, info, report, batch_size=batch_size, gpus_per_worker=gpus_per_worker,
+            _run_pipeline(pending, encoder, info, batch_size=batch_size, gpus_per_worker=gpus_per_worker,
                           workers=workers, progress=progress)
         finally:
             if started:
                 import ray
 
                 ray.shutdown()
-    report.written = list(entry.written)
-    report.written_at = [t - t0 for t in entry.written_at]
-    if not report.failures and not entry.todo:
-        report.embeddings = entry.finish()
-    return report
+    for entry, _, report in todo:
+        report.written = list(entry.written)
+        report.written_at = [t - t0 for t in entry.written_at]
+        if not report.failures and not entry.todo:
+            report.embeddings = entry.finish()
+    return reports
 
 
-def _run_pipeline(entry, src, encoder, info, report: EmbedReport, *, batch_size, gpus_per_worker, workers,
-                  progress: bool) -> None:
+def _run_pipeline(todo, encoder, info, *, batch_size, gpus_per_worker, workers, progress: bool) -> None:
+    """The missing shards of every ``(entry, src, report)`` in ``todo`` through one Ray dataset and one actor
+    pool; each shard is written into its run's entry as it arrives, each failure reported on its run's report."""
     import ray
     import ray.data as rd
     from tqdm.auto import tqdm
 
-    items = work_items(src, entry)
+    items = []
+    for job, (entry, src, _) in enumerate(todo):
+        items += [dict(it, job=job) for it in work_items(src, entry)]
     plan = plan_workers(ray.cluster_resources(), len(items), gpus_per_worker=gpus_per_worker, workers=workers)
-    report.workers = plan["workers"]
+    for _, _, report in todo:
+        report.workers = plan["workers"]
     ctx = rd.DataContext.get_current()
     saved = {k: getattr(ctx, k) for k in ("enable_progress_bars", "max_errored_blocks", "print_on_execution_start")}
     # A block that errors (its task could not be run) is skipped, not fatal: its shard is reported below.
@@ -325,8 +356,9 @@ def _run_pipeline(entry, src, encoder, info, report: EmbedReport, *, batch_size,
     data_log = logging.getLogger("ray.data")
     saved_level = data_log.level
     data_log.setLevel(logging.ERROR)  # our own progress bar and report replace Ray Data's notices
-    bounds = {it["chunk"]: (it["lo"], it["hi"]) for it in items}
+    bounds = {(it["job"], it["chunk"]): (it["lo"], it["hi"]) for it in items}
     pending = set(bounds)
+    what = todo[0][0].run if len(todo) == 1 else f"{len(todo)} runs"
     try:
         ds = rd.from_items(items, override_num_blocks=len(items))
         ds = ds.map(cut_shard, num_cpus=CROP_CPUS, compute=rd.TaskPoolStrategy(size=plan["crop_tasks"]))
@@ -336,12 +368,14 @@ def _run_pipeline(entry, src, encoder, info, report: EmbedReport, *, batch_size,
                                                    "threads": plan["threads"]},
                             compute=rd.ActorPoolStrategy(size=plan["workers"]), num_cpus=plan["cpus"],
                             num_gpus=plan["gpus"] or None)
-        with tqdm(total=entry.n_valid, initial=entry.n_valid_done, disable=not progress, unit="crop",
-                  desc=f"embed {entry.run} on ray ({plan['workers']} {plan['device']} workers)") as bar:
+        with tqdm(total=sum(e.n_valid for e, _, _ in todo), initial=sum(e.n_valid_done for e, _, _ in todo),
+                  disable=not progress, unit="crop",
+                  desc=f"embed {what} on ray ({plan['workers']} {plan['device']} workers)") as bar:
             for row in ds.iter_rows():
-                c = int(row["chunk"])
-                lo, hi = bounds[c]
-                pending.discard(c)
+                job, c = int(row["job"]), int(row["chunk"])
+                entry, _, report = todo[job]
+                lo, hi = bounds[job, c]
+                pending.discard((job, c))
                 if row["error"]:
                     e = json.loads(row["error"])
                     records = tuple(int(entry.records[r]) for r in e["rows"])
@@ -353,12 +387,12 @@ def _run_pipeline(entry, src, encoder, info, report: EmbedReport, *, batch_size,
                 bar.update(len(entry.rows(c)))
     except Exception as exc:  # noqa: BLE001 - e.g. no worker could start: every shard not back is reported
         reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
-        for c in sorted(pending):
-            report.failures.append(ShardFailure(c, bounds[c], reason))
+        for job, c in sorted(pending):
+            todo[job][2].failures.append(ShardFailure(c, bounds[job, c], reason))
         pending.clear()
     finally:
         for k, v in saved.items():
             setattr(ctx, k, v)
         data_log.setLevel(saved_level)
-    for c in sorted(pending):  # skipped blocks
-        report.failures.append(ShardFailure(c, bounds[c], "the shard's task failed (see the Ray logs)"))
+    for job, c in sorted(pending):  # skipped blocks
+        todo[job][2].failures.append(ShardFailure(c, bounds[job, c], "the shard's task failed (see the Ray logs)"))
