@@ -1,5 +1,5 @@
 """A visible notice while numba compiles: the first run on an install (or after the kernels change) compiles the
-numeric kernels (about 30-40 s of CPU), so it says so on stderr rather than look hung.
+numeric kernels (about a minute of CPU), so it says so on stderr rather than look hung.
 
 Every kernel is ``@njit(cache=True)``: numba compiles it on its first call for the argument types and writes the
 machine code to its cache (``__pycache__`` beside the module, or ``NUMBA_CACHE_DIR``); later processes load it in
@@ -15,7 +15,7 @@ import threading
 
 __all__ = ["announce_compiles", "MESSAGE"]
 
-MESSAGE = ("ov3d: compiling the numeric kernels for this machine (first run only, ~30-40 s of CPU; "
+MESSAGE = ("ov3d: compiling the numeric kernels for this machine (first run only, ~1 min of CPU; "
            "`python -m ov3d_core.analysis.warmup` does it ahead) ...")
 
 _installed = False
