@@ -171,22 +171,10 @@ def test_failing_image_is_reported_others_finish_and_resume_recomputes_only_miss
     assert ref.embeddings.valid.sum() > 0 and np.abs(ref.embeddings.float32()).sum() > 0
 
 
-def test_a_killed_worker_loses_only_its_shard(ray_instance, demo, tmp_path):
-    b = _bench(demo)
-    ds, run = b.dataset("demo_outdoor"), b.run("wild_like", "demo_outdoor")
-    crops = b.run_spec("wild_like", "demo_outdoor").crops
-    marker = tmp_path / "killed"
-    rep = embed(EmbeddingStore(tmp_path / "ray"), ds, run, functools.partial(DiesOnce, str(marker)), engine="ray",
-                crops_json=crops, chunk_size=5, progress=False, workers=1)
-    assert marker.exists()  # a worker did die mid-shard
-    assert rep.complete and not rep.failures
-    assert sorted(rep.written) == list(range(rep.n_shards))  # every shard written once, the lost one retried
-    ref = embed(EmbeddingStore(tmp_path / "local"), ds, run, CaptionFake(), crops_json=crops, chunk_size=5)
-    assert _same_files(ref.embeddings.path, rep.embeddings.path) == dict.fromkeys(CACHE_FILES, True)
-
-
-def test_several_runs_share_one_actor_pool_and_write_the_in_process_caches(ray_instance, demo, tmp_path,
-                                                                           monkeypatch):
+def test_several_runs_share_one_actor_pool_and_a_killed_worker_loses_only_its_shard(ray_instance, demo, tmp_path,
+                                                                                     monkeypatch):
+    """Two runs (and one of them again) in one Ray dataset, served by one pool of encoder actors, one of which dies
+    inside its first shard: every shard of both runs is written once, each run's cache is the in-process one."""
     b = _bench(demo)
     jobs = [(b.dataset(d), b.run(r, d), b.run_spec(r, d).crops)
             for d, r in (("demo_outdoor", "wild_like"), ("demo_indoor", "cubercnn_star"))]
@@ -194,16 +182,20 @@ def test_several_runs_share_one_actor_pool_and_write_the_in_process_caches(ray_i
     real = ray_data._run_pipeline
     monkeypatch.setattr(ray_data, "_run_pipeline", lambda todo, *a, **k: pipelines.append(len(todo)) or real(
         todo, *a, **k))
-    reps = embed_ray_many(EmbeddingStore(tmp_path / "ray"), jobs + jobs[:1], CaptionFake, chunk_size=5,
-                          progress=False)
-    assert pipelines == [2]  # both runs in one Ray dataset (one pool of encoder actors); the repeated job once
+    marker = tmp_path / "killed"
+    store = EmbeddingStore(tmp_path / "ray")
+    reps = embed_ray_many(store, jobs + jobs[:1], functools.partial(DiesOnce, str(marker)), chunk_size=5,
+                          progress=False, workers=1)
+    assert marker.exists()  # a worker did die mid-shard
+    assert pipelines == [2]  # both runs in one Ray dataset (one actor pool); the repeated job computed once
     assert len(reps) == 3 and reps[2] is reps[0]
     for (ds, run, crops), rep in zip(jobs, reps):
         assert (rep.dataset, rep.run) == (ds.name, run.name)
-        assert rep.complete and not rep.failures and sorted(rep.written) == list(range(rep.n_shards))
+        assert rep.complete and not rep.failures
+        assert sorted(rep.written) == list(range(rep.n_shards))  # every shard written once, the lost one retried
         ref = embed(EmbeddingStore(tmp_path / "local"), ds, run, CaptionFake(), crops_json=crops, chunk_size=5)
         assert _same_files(ref.embeddings.path, rep.embeddings.path) == dict.fromkeys(CACHE_FILES, True)
-    again = embed_ray_many(EmbeddingStore(tmp_path / "ray"), jobs, CaptionFake, chunk_size=5, progress=False)
+    again = embed_ray_many(store, jobs, CaptionFake, chunk_size=5, progress=False)
     assert pipelines == [2] and all(r.cached for r in again)  # complete entries: no Ray work at all
 
 
