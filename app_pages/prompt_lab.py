@@ -1,7 +1,8 @@
 """Prompt lab: remap a frozen run's boxes onto the dataset vocabulary under each prompt template (OV3D-Bench,
 training-free VLM remapping), score every template, and show prompt sensitivity (mAP3D per template and prompt
 type, CV, label flips), prompt consistency (PCR / PLC), the rank of the correct label and the vocabulary-size curve
-(FG-OVD), calibrated acceptance, and per-crop similarities. Every number is an ``Analysis`` call."""
+(FG-OVD), calibrated acceptance, and per-crop similarities. Every number is an ``Analysis`` call. Under the
+template table, the sections are lazy tabs: only the open one is computed and drawn (a θ step re-runs the page)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ ui.page_header("Prompt lab", "Localisation is held fixed: each predicted box is 
                "re-scores the same boxes. CV = σ/μ of mAP3D over templates (lower = more prompt-robust).")
 ctx = ui.need_context()
 A = cache.analysis(ctx.cfg_key)
+#: The sections under the template table, one tab each (lazy: only the open one runs).
+SECTIONS = ("One template in detail", "Consistency and ranking", "Vocabulary size and calibrated acceptance",
+            "Per-crop similarities")
 
 
 def _open_gt(table: pd.DataFrame, run: str):
@@ -123,121 +127,130 @@ with ui.guard("The prompt lab"):
                      column_config=ui.fmt_table(table, percent=("AP3D", "AP3D@25")))
         ui.export_table(table, f"prompt_templates_{run}", "pl_table")
 
-    st.subheader("One template in detail")
     names = table["template"].tolist()
     ui.ensure_valid("template", names)
     text_of = dict(zip(table["template"], table["text"]))
-    st.selectbox("Template", names, format_func=lambda i: i if i == text_of.get(i) else f"{i} · {text_of.get(i)}",
-                 **ui.bind("template"))
+    st.selectbox("Template of the sections below", names,
+                 format_func=lambda i: i if i == text_of.get(i) else f"{i} · {text_of.get(i)}", **ui.bind("template"))
     tsel = ui.get("template")
     tview = view.with_(remap=RemapSpec(encoder=spec, theta=theta, template=tsel))
-    detail = A.summary(tview)
-    row = table.set_index("template").loc[tsel]
-    d = st.columns(3)
-    d[0].metric(f"mAP3D with {ui.md(tsel)}", f"{detail.get('AP3D', np.nan):.2f}")
-    d[1].metric("Boxes kept", f"{int(row['n_kept'])}")
-    d[2].metric("Recall3D@15", f"{detail.get('recall3D@15', np.nan):.3f}")
-    pc = A.per_category(tview).assign(run=f"{run}* {tsel}")
-    ui.plot(bars.category_bars(pc, "AP3D", height=360), "pl_cat", export_name=f"prompt_{tsel}_per_category")
+    # Lazy tabs: only the open section is computed and drawn, so a θ step or a page switch builds the top of the
+    # page and one section, not four.
+    t_detail, t_cons, t_vocab, t_crops = st.tabs(SECTIONS, key="pl_section", on_change="rerun")
 
-    flips = A.label_flips(view, tsel, chosen)
-    st.markdown(f"**Label flips relative to {ui.md(tsel)}** (a kept box whose top-1 class changes under another template)")
-    pcf = flips.per_class()
-    st.dataframe(pcf, hide_index=True, placeholder=MISSING)
-    ui.export_table(pcf, f"label_flips_{run}_{tsel}", "pl_flips")
+    if t_detail.open:
+        with t_detail:
+            detail = A.summary(tview)
+            row = table.set_index("template").loc[tsel]
+            d = st.columns(3)
+            d[0].metric(f"mAP3D with {ui.md(tsel)}", f"{detail.get('AP3D', np.nan):.2f}")
+            d[1].metric("Boxes kept", f"{int(row['n_kept'])}")
+            d[2].metric("Recall3D@15", f"{detail.get('recall3D@15', np.nan):.3f}")
+            pc = A.per_category(tview).assign(run=f"{run}* {tsel}")
+            ui.plot(bars.category_bars(pc, "AP3D", height=360), "pl_cat", export_name=f"prompt_{tsel}_per_category")
 
-    st.subheader("Consistency and ranking")
-    k1, k2 = st.columns(2)
-    with k1:
-        cons = A.consistency(view, chosen)
-        s = cons.summary()
-        st.markdown("**Prompt consistency** (Pro-Bench): a GT counts for PCR when every template recovers it "
-                    "(same class, 3D IoU ≥ 0.5); PLC is the agreement of the boxes that do (1 with remapping: the "
-                    "boxes are shared).")
-        c = st.columns(3)
-        c[0].metric("PCR", f"{s['PCR']:.3f}" if np.isfinite(s["PCR"]) else "—")
-        c[1].metric("PLC", f"{s['PLC']:.3f}" if np.isfinite(s["PLC"]) else "—")
-        c[2].metric("Recall under any template", f"{s['recall_any']:.3f}" if np.isfinite(s["recall_any"]) else "—")
-        if cons.per_class is not None:
-            st.dataframe(cons.per_class, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
-                cons.per_class, fraction=("pcr", "plc", "recall_any")))
-            ui.export_table(cons.per_class, f"prompt_consistency_{run}", "pl_cons")
-    with k2:
-        from ov3d_core.diagnostics.fgovd import median_rank
+            flips = A.label_flips(view, tsel, chosen)
+            st.markdown(f"**Label flips relative to {ui.md(tsel)}** (a kept box whose top-1 class changes under "
+                        "another template)")
+            pcf = flips.per_class()
+            st.dataframe(pcf, hide_index=True, placeholder=MISSING)
+            ui.export_table(pcf, f"label_flips_{run}_{tsel}", "pl_flips")
 
-        ranks = A.label_ranks(tview)
-        mr = median_rank(ranks["rank"].to_numpy())
-        st.markdown(f"**Rank of the correct label** (FG-OVD) under {ui.md(tsel)}: 1 = the GT class scores highest for the "
-                    "box covering it (3D IoU > 0.5); the worst rank when no box covers it.")
-        c = st.columns(3)
-        c[0].metric("Median rank", f"{mr['median']:.1f}" if np.isfinite(mr["median"]) else "—")
-        c[1].metric("FG-OVD median", f"{mr['median_fgovd']:.0f}" if np.isfinite(mr["median_fgovd"]) else "—",
-                    help="FG-OVD's convention: sorted(ranks)[len // 2 + 1].")
-        c[2].metric("GT ranked", f"{mr['n']}")
-        per_cls = ranks.groupby("category", sort=False)["rank"].agg(["count", "median", "mean"]).reset_index()
-        st.dataframe(per_cls, hide_index=True, placeholder=MISSING)
-        worst = ranks.sort_values(["rank", "gt"], ascending=[False, True], kind="stable").head(100).reset_index(
-            drop=True)
-        st.caption("Worst-ranked GT (select a row to open it in the scene inspector):")
-        st.dataframe(worst, hide_index=True, placeholder=MISSING, on_select=lambda: _open_gt(worst, run),
-                     selection_mode="single-row",
-                     key="pl_worst")
-        ui.export_table(ranks, f"label_ranks_{run}_{tsel}", "pl_ranks")
+    if t_cons.open:
+        with t_cons:
+            k1, k2 = st.columns(2)
+            with k1:
+                cons = A.consistency(view, chosen)
+                s = cons.summary()
+                st.markdown("**Prompt consistency** (Pro-Bench): a GT counts for PCR when every template recovers it "
+                            "(same class, 3D IoU ≥ 0.5); PLC is the agreement of the boxes that do (1 with remapping: "
+                            "the boxes are shared).")
+                c = st.columns(3)
+                c[0].metric("PCR", f"{s['PCR']:.3f}" if np.isfinite(s["PCR"]) else "—")
+                c[1].metric("PLC", f"{s['PLC']:.3f}" if np.isfinite(s["PLC"]) else "—")
+                c[2].metric("Recall under any template",
+                            f"{s['recall_any']:.3f}" if np.isfinite(s["recall_any"]) else "—")
+                if cons.per_class is not None:
+                    st.dataframe(cons.per_class, hide_index=True, placeholder=MISSING, column_config=ui.fmt_table(
+                        cons.per_class, fraction=("pcr", "plc", "recall_any")))
+                    ui.export_table(cons.per_class, f"prompt_consistency_{run}", "pl_cons")
+            with k2:
+                from ov3d_core.diagnostics.fgovd import median_rank
+
+                ranks = A.label_ranks(tview)
+                mr = median_rank(ranks["rank"].to_numpy())
+                st.markdown(f"**Rank of the correct label** (FG-OVD) under {ui.md(tsel)}: 1 = the GT class scores "
+                            "highest for the box covering it (3D IoU > 0.5); the worst rank when no box covers it.")
+                c = st.columns(3)
+                c[0].metric("Median rank", f"{mr['median']:.1f}" if np.isfinite(mr["median"]) else "—")
+                c[1].metric("FG-OVD median", f"{mr['median_fgovd']:.0f}" if np.isfinite(mr["median_fgovd"]) else "—",
+                            help="FG-OVD's convention: sorted(ranks)[len // 2 + 1].")
+                c[2].metric("GT ranked", f"{mr['n']}")
+                per_cls = ranks.groupby("category", sort=False)["rank"].agg(["count", "median", "mean"]).reset_index()
+                st.dataframe(per_cls, hide_index=True, placeholder=MISSING)
+                worst = ranks.sort_values(["rank", "gt"], ascending=[False, True], kind="stable").head(
+                    100).reset_index(drop=True)
+                st.caption("Worst-ranked GT (select a row to open it in the scene inspector):")
+                st.dataframe(worst, hide_index=True, placeholder=MISSING, on_select=lambda: _open_gt(worst, run),
+                             selection_mode="single-row", key="pl_worst")
+                ui.export_table(ranks, f"label_ranks_{run}_{tsel}", "pl_ranks")
 
     if st.session_state.pop("_goto_scene", False):
         st.switch_page("app_pages/scene.py")
 
-    st.subheader("Vocabulary size and calibrated acceptance")
-    v1, v2 = st.columns(2)
-    with v1:
-        curve = A.vocabulary_curve(tview)
-        st.caption("FG-OVD's hard-negative curve: every box covering a GT chooses among its GT class and the k "
-                   "classes most similar to it (text embeddings); k = 0 is a classification oracle.")
-        ui.plot(line_chart(curve, "vocabulary_size", "AP3D", title=f"mAP3D vs vocabulary size · {tsel}",
-                           x_title="classes to choose from (GT + k hard negatives)", y_title="mAP3D (%)"),
-                "pl_vocab", export_name=f"vocabulary_curve_{run}")
-        ui.export_table(curve, f"vocabulary_curve_{run}_{tsel}", "pl_vocab_t")
-    with v2:
-        st.caption("Instead of one θ: a logistic model of P(TP) from top-1 similarity, margin, detector score and "
-                   "box size, fitted on 70% of the images, scored on the other 30%.")
-        try:
-            cal = A.calibration(tview)
-        except ValueError as exc:  # e.g. the train images hold no TP
-            st.info(f"Calibration cannot be fitted here: {exc}")
-        else:
-            st.dataframe(cal.table, hide_index=True, placeholder=MISSING,
-                         column_config=ui.fmt_table(cal.table, percent=("AP3D",)))
-            rel = cal.reliability()
-            if len(rel):
-                ui.plot(line_chart(rel, "mean_p", "observed_tp", title="Reliability on held-out images",
-                                   x_title="predicted P(TP)", y_title="observed TP fraction", diagonal=True,
-                                   x_range=[0, 1], y_range=[0, 1]), "pl_calib", export_name=f"calibration_{run}")
-            ui.export_table(cal.table, f"calibration_{run}_{tsel}", "pl_cal")
+    if t_vocab.open:
+        with t_vocab:
+            v1, v2 = st.columns(2)
+            with v1:
+                curve = A.vocabulary_curve(tview)
+                st.caption("FG-OVD's hard-negative curve: every box covering a GT chooses among its GT class and the "
+                           "k classes most similar to it (text embeddings); k = 0 is a classification oracle.")
+                ui.plot(line_chart(curve, "vocabulary_size", "AP3D", title=f"mAP3D vs vocabulary size · {tsel}",
+                                   x_title="classes to choose from (GT + k hard negatives)", y_title="mAP3D (%)"),
+                        "pl_vocab", export_name=f"vocabulary_curve_{run}")
+                ui.export_table(curve, f"vocabulary_curve_{run}_{tsel}", "pl_vocab_t")
+            with v2:
+                st.caption("Instead of one θ: a logistic model of P(TP) from top-1 similarity, margin, detector score "
+                           "and box size, fitted on 70% of the images, scored on the other 30%.")
+                try:
+                    cal = A.calibration(tview)
+                except ValueError as exc:  # e.g. the train images hold no TP
+                    st.info(f"Calibration cannot be fitted here: {exc}")
+                else:
+                    st.dataframe(cal.table, hide_index=True, placeholder=MISSING,
+                                 column_config=ui.fmt_table(cal.table, percent=("AP3D",)))
+                    rel = cal.reliability()
+                    if len(rel):
+                        ui.plot(line_chart(rel, "mean_p", "observed_tp", title="Reliability on held-out images",
+                                           x_title="predicted P(TP)", y_title="observed TP fraction", diagonal=True,
+                                           x_range=[0, 1], y_range=[0, 1]), "pl_calib",
+                                export_name=f"calibration_{run}")
+                    ui.export_table(cal.table, f"calibration_{run}_{tsel}", "pl_cal")
 
-    st.subheader("Per-crop similarities")
-    b = A.benchmark
-    pred = b.run(run, ctx.dataset).pred
-    valid = np.flatnonzero(np.asarray(rm.valid, bool))
-    if not len(valid):
-        st.info("No prediction of this run has a crop embedding.")
-        st.stop()
-    order = valid[np.argsort(-pred.score[valid], kind="stable")][:500]
-    crop = st.selectbox("Prediction", order.tolist(),
-                        format_func=lambda r: f"image {int(pred.image_id[r])} · {pred.category[r]} "
-                                              f"{pred.score[r]:.2f} · row {r}", key="pl_crop")
-    vocab = list(rm.class_names)
-    sims = np.stack([rm.similarities(t)[crop] for t in chosen])
-    fig = confusion_heatmap(sims, chosen, vocab, row_title="template", col_title="class",
-                            show_text=len(vocab) <= 20)
-    cc1, cc2 = st.columns([1, 4])
-    with cc1:
-        path = b.image_path(ctx.dataset, int(pred.image_id[crop]))
-        box = pred.box2d[crop]
-        if path is not None and path.exists() and box[2] > box[0]:
-            st.image(cache.thumbnail(str(path), tuple(float(v) for v in box), size=220))
-        top = [vocab[int(np.argmax(s))] for s in sims]
-        st.dataframe(pd.DataFrame({"template": chosen, "top-1": top, "value": sims.max(axis=1)}), hide_index=True,
-                     placeholder=MISSING)
-    with cc2:
-        ui.plot(fig, "pl_sims", export_name=f"crop_similarities_{run}_{crop}")
-
+    if t_crops.open:
+        with t_crops:
+            b = A.benchmark
+            pred = b.run(run, ctx.dataset).pred
+            valid = np.flatnonzero(np.asarray(rm.valid, bool))
+            if not len(valid):
+                st.info("No prediction of this run has a crop embedding.")
+                st.stop()
+            order = valid[np.argsort(-pred.score[valid], kind="stable")][:500]
+            crop = st.selectbox("Prediction", order.tolist(),
+                                format_func=lambda r: f"image {int(pred.image_id[r])} · {pred.category[r]} "
+                                                      f"{pred.score[r]:.2f} · row {r}", key="pl_crop")
+            vocab = list(rm.class_names)
+            sims = np.stack([rm.similarities(t)[crop] for t in chosen])
+            fig = confusion_heatmap(sims, chosen, vocab, row_title="template", col_title="class",
+                                    show_text=len(vocab) <= 20)
+            cc1, cc2 = st.columns([1, 4])
+            with cc1:
+                path = b.image_path(ctx.dataset, int(pred.image_id[crop]))
+                box = pred.box2d[crop]
+                if path is not None and path.exists() and box[2] > box[0]:
+                    st.image(cache.thumbnail(str(path), tuple(float(v) for v in box), size=220))
+                top = [vocab[int(np.argmax(s))] for s in sims]
+                st.dataframe(pd.DataFrame({"template": chosen, "top-1": top, "value": sims.max(axis=1)}),
+                             hide_index=True, placeholder=MISSING)
+            with cc2:
+                ui.plot(fig, "pl_sims", export_name=f"crop_similarities_{run}_{crop}")

@@ -109,3 +109,24 @@ def test_the_first_page_view_computes_the_prompt_lab_in_the_background(tiny_demo
     want = a.template_scores(view, ids)
     assert table["AP3D"].tolist() == pytest.approx(want["AP3D"].tolist(), nan_ok=True)
     assert a._memo.misses - misses <= 3  # the θ strip of the page at most; no embedding, no template scored
+
+
+def test_only_the_open_section_is_computed_and_drawn(tiny_demo):
+    """Issue 25 item 9 (each θ step re-runs the page): the sections under the template table are lazy tabs, so a step
+    computes and draws the open one only: the template's detail at first, consistency / ranks and the vocabulary curve
+    once their tab is chosen (and then not the detail)."""
+    at = app("app_pages/prompt_lab.py", ds=DS)
+    assert not problems(at), problems(at)
+    labels = lambda: {m.label for m in at.metric}  # noqa: E731
+    charts = lambda: [c.proto.spec for c in at.get("plotly_chart")]  # noqa: E731
+    assert "Boxes kept" in labels() and not {"PCR", "Median rank"} & labels()
+    assert not any("vocabulary size" in c for c in charts())
+    at.session_state["pl_section"] = "Consistency and ranking"
+    at.run()
+    assert not problems(at), problems(at)
+    assert {"PCR", "Median rank"} <= labels() and "Boxes kept" not in labels()
+    at.slider(key="w:theta").set_value(0.5).run()  # a θ step keeps the open tab
+    assert {"PCR", "Median rank"} <= labels() and "Boxes kept" not in labels()
+    at.session_state["pl_section"] = "Vocabulary size and calibrated acceptance"
+    at.run()
+    assert any("vocabulary size" in c for c in charts()) and "PCR" not in labels()

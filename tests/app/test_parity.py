@@ -174,13 +174,17 @@ def test_prompt_lab(tiny_demo, report):
     _close(shown, rep, ["AP3D", "AP3D@25", "recall3D@15", "n_kept"])
     sens = _rows(report("prompt_sensitivity"), dataset=DS, run=run).iloc[0]
     assert metric(at, "CV (σ/μ)") == f"{sens['cv']:.3f}"
+    at.session_state["pl_section"] = "Consistency and ranking"  # the sections are lazy tabs
+    at.run()
     cons = _rows(report("prompt_consistency"), dataset=DS, run=run).iloc[0]
     assert metric(at, "PCR") == f"{cons['PCR']:.3f}"
-    # the detail section (label ranks, vocabulary curve, calibration) follows the selected template: pick the one
+    # the detail sections (label ranks, vocabulary curve, calibration) follow the selected template: pick the one
     # the report's single-template tables use (the spec's default, S1)
     at.selectbox(key="w:template").set_value("S1").run()
     ranks = _rows(report("label_ranks"), dataset=DS, run=run).iloc[0]
     assert metric(at, "Median rank") == f"{ranks['median']:.1f}"
+    at.session_state["pl_section"] = "Vocabulary size and calibrated acceptance"
+    at.run()
     cal = _frame(at, "rule", "AP3D", "n_kept")
     rc = _rows(report("calibration"), dataset=DS, run=run)
     assert cal["rule"].tolist() == rc["rule"].tolist()
