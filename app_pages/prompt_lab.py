@@ -162,9 +162,9 @@ with ui.guard("The prompt lab"):
             with k1:
                 cons = A.consistency(view, chosen)
                 s = cons.summary()
-                st.markdown("**Prompt consistency** (Pro-Bench): a GT counts for PCR when every template recovers it "
-                            "(same class, 3D IoU ≥ 0.5); PLC is the agreement of the boxes that do (1 with remapping: "
-                            "the boxes are shared).")
+                st.markdown("**Prompt consistency** (Pro-Bench): a GT counts for PCR when every template recovers "
+                            "it (same class, 3D IoU ≥ 0.5); PLC is the agreement of the boxes that do (1 with "
+                            "remapping: the boxes are shared).")
                 c = st.columns(3)
                 c[0].metric("PCR", f"{s['PCR']:.3f}" if np.isfinite(s["PCR"]) else "—")
                 c[1].metric("PLC", f"{s['PLC']:.3f}" if np.isfinite(s["PLC"]) else "—")

@@ -12,6 +12,8 @@ Interactions (seconds from the click until what it asked for is on screen and th
 - ``confusion cell`` (a cell of the matrix: until its gallery shows the new cell);
 - ``page switch`` (sidebar links: scene, grid, mining, confusion, prompt lab, overview, until the title, the end of
   the script run and every chart drawn).
+- with ``--prompt-lab-only``: ``page switch to the prompt lab`` (from the Overview) and two ``prompt lab θ step``
+  after each switch, nothing else.
 
 Both sides read the same benchmark as a config (``?src=config&cfg=...``), so a demo generator version that differs
 between the trees cannot trigger a rebuild.
@@ -145,10 +147,12 @@ def preset_buttons(page):
     return lambda name: page.locator(f"{PLOT_3D} .updatemenu-button", has_text=name).first
 
 
-def one_round(base: str, query: str, reps: int, opens_only: bool = False) -> dict:
+def one_round(base: str, query: str, reps: int, only: str | None = None) -> dict:
+    """One browser session's interactions; ``only``: "opens" (the two "Open") or "prompts" (the sidebar switch to the
+    prompt lab and its θ steps)."""
     out: dict[str, list[float]] = {k: [] for k in (
         "open mining → scene", "open grid → scene", "3D toggle on (first time on the image)", "Next with 3D on",
-        "camera preset", "prompt lab θ step", "confusion cell click", "page switch")}
+        "camera preset", "prompt lab θ step", "confusion cell click", "page switch", "page switch to the prompt lab")}
 
     def q(path: str, extra: str = "") -> str:
         return f"{base}/{'' if path == 'overview' else path}?{query}{extra}"  # the default page is served at "/"
@@ -156,11 +160,19 @@ def one_round(base: str, query: str, reps: int, opens_only: bool = False) -> dic
     with browser() as page:
         page.set_default_timeout(150_000)
         goto(page, q("overview"), "Overview")
+        if only == "prompts":
+            with failed(out):
+                for _ in range(reps):
+                    out["page switch to the prompt lab"].append(page_switch(page, "prompts"))
+                    for _ in range(2):
+                        out["prompt lab θ step"].append(theta_step(page))
+                    page_switch(page, "overview")
+            return out
         with failed(out):
             for k in range(reps):
                 out["open mining → scene"].append(open_from(page, q, "mining", "mine_open_", k + 1))
                 out["open grid → scene"].append(open_from(page, q, "grid", "grid_open_", k + 1))
-        if not opens_only:
+        if only != "opens":
             rest_of_round(page, q, reps, out)
     return out
 
@@ -214,8 +226,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2, help="rounds per side, alternating")
     ap.add_argument("--reps", type=int, default=2, help="repetitions of each interaction per round")
     ap.add_argument("--opens-only", action="store_true", help="only the two 'Open' interactions")
+    ap.add_argument("--prompt-lab-only", action="store_true",
+                    help="only the sidebar switch to the prompt lab and two θ steps after it, per repetition")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    only = "opens" if args.opens_only else "prompts" if args.prompt_lab_only else None
     query = urllib.parse.urlencode({"src": "config", "cfg": args.config, "ds": args.dataset})
     root = str(Path(args.config).resolve().parent)
     results: dict = {"before": {}, "after": {}, "load": [], "order": []}
@@ -223,14 +238,14 @@ def main() -> int:
         sides = {"before": b_url, "after": a_url}
         for name, url in sides.items():  # warm each server once (caches, the benchmark loaded), untimed
             t = time.perf_counter()
-            warm = one_round(url, query, 1, args.opens_only)
+            warm = one_round(url, query, 1, only)
             print("warm-up", name, round(time.perf_counter() - t, 1), "s", json.dumps(warm, ensure_ascii=False),
                   flush=True)
         for r in range(args.rounds):
             for name in ("before", "after") if r % 2 == 0 else ("after", "before"):
                 results["load"].append(round(os.getloadavg()[0], 1))
                 results["order"].append(name)
-                got = one_round(sides[name], query, args.reps, args.opens_only)
+                got = one_round(sides[name], query, args.reps, only)
                 for k, v in got.items():
                     results[name].setdefault(k, []).extend(v)
                 print(name, r, json.dumps(got, ensure_ascii=False), "load", results["load"][-1], flush=True)

@@ -179,7 +179,6 @@ class Prompts:
 
         b = self.benchmark
         store = cache.EmbeddingStore(self.embedding_dir)
-        jobs = []
         # One Ray connection for every view's embeddings and the sweep: each of them would otherwise start (and shut
         # down) a local instance of its own when this process has none. The views of one encoder are embedded in
         # one Ray dataset: one pool of encoder actors for all of them.
@@ -196,9 +195,8 @@ class Prompts:
                     if rep.embeddings is None:
                         raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
                                          "; ".join(str(f) for f in rep.failures))
-            for v in views:
-                jobs += [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol,
-                                  v.remap.score_mode) for t in templates]
+            jobs = [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol, v.remap.score_mode)
+                    for v in views for t in templates]
             rows = sweep(b.config.path, jobs, engine="ray", cache_dir=self.embedding_dir, address=address)
         finally:
             if started:

@@ -86,13 +86,14 @@ def worker_env(address: str | None) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ work list
-def work_items(src, entry) -> list[dict]:
-    """One row per missing shard: its rows and what to crop (flat bytes and JSON, so Arrow carries them as is)."""
+def work_items(src, entry, job: int = 0) -> list[dict]:
+    """One row per missing shard: its rows and what to crop (flat bytes and JSON, so Arrow carries them as is);
+    ``job`` names the run among those of one dataset (``embed_ray_many``)."""
     items = []
     for c in entry.todo:
         lo, hi = entry.bounds(c)
         rows = entry.rows(c)
-        item = {"chunk": int(c), "lo": int(lo), "hi": int(hi), "rows": rows.astype(np.int64).tobytes(),
+        item = {"job": int(job), "chunk": int(c), "lo": int(lo), "hi": int(hi), "rows": rows.astype(np.int64).tobytes(),
                 "kind": src.kind, "size": int(src.size or 0), "captions": "", "paths": "[]", "path_of_row": b"",
                 "boxes": b""}
         if src.kind == "captions":
@@ -221,13 +222,14 @@ class ShardEncoder:
         for i in range(len(batch["chunk"])):
             row = {k: batch[k][i] for k in keys}
             block, dim, err = self.encode(row)
-            out["job"].append(int(row.get("job", 0)))  # which run of the dataset (``embed_ray_many``)
+            out["job"].append(int(row["job"]))
             out["chunk"].append(int(row["chunk"]))
             out["block"].append(block)
             out["dim"].append(dim)
             out["error"].append(err)
-        return {"job": np.array(out["job"], np.int64), "chunk": np.array(out["chunk"], np.int64), "block": np.array(out["block"], dtype=object),
-                "dim": np.array(out["dim"], np.int64), "error": np.array(out["error"], dtype=object)}
+        return {"job": np.array(out["job"], np.int64), "chunk": np.array(out["chunk"], np.int64),
+                "block": np.array(out["block"], dtype=object), "dim": np.array(out["dim"], np.int64),
+                "error": np.array(out["error"], dtype=object)}
 
 
 # ------------------------------------------------------------------------------------------------ driver
@@ -343,9 +345,7 @@ def _run_pipeline(todo, encoder, info, *, batch_size, gpus_per_worker, workers, 
     import ray.data as rd
     from tqdm.auto import tqdm
 
-    items = []
-    for job, (entry, src, _) in enumerate(todo):
-        items += [dict(it, job=job) for it in work_items(src, entry)]
+    items = [it for job, (entry, src, _) in enumerate(todo) for it in work_items(src, entry, job)]
     plan = plan_workers(ray.cluster_resources(), len(items), gpus_per_worker=gpus_per_worker, workers=workers)
     for _, _, report in todo:
         report.workers = plan["workers"]
