@@ -89,7 +89,7 @@ with ui.guard("The sample grid"):
         st.stop()
 
     boxes = cache.boxes(ctx.cfg_key, ctx.view(), (run,))
-    boxes = boxes[boxes["run"] == run]
+    boxes = boxes[boxes["run"] == run]  # rows keep the table's index labels (grid_thumbnail reads them by label)
     wanted = set((matching["kind"] + f"|{run}|" + matching["row"].astype(str)).tolist())
     shown = order.iloc[(page - 1) * PER_PAGE: page * PER_PAGE]
     value_label = selection.SAMPLE_SORTS[sort][0]
@@ -100,8 +100,8 @@ with ui.guard("The sample grid"):
             rows = boxes[boxes["image_id"] == img_id]
             keys = (rows["kind"] + "|" + rows["run"] + "|" + rows["row"].astype(str)).tolist()
             hit = tuple(sorted(x for x in keys if x in wanted))
-            st.image(drawing.grid_thumbnail(ctx.cfg_key, ctx.dataset, img_id, rows, hit, color_by="status",
-                                            vocabulary=vocab), width="stretch")
+            st.image(drawing.grid_thumbnail(ctx.cfg_key, ctx.view(), (run,), img_id, tuple(rows.index.tolist()), hit,
+                                            color_by="status", vocabulary=vocab), width="stretch")
             extra = "" if value_label in (None, "row") or not np.isfinite(rec.value) else f" · {rec.value:.2f}"
             st.caption(f"image {img_id} · {rec.n} box{'es' if rec.n != 1 else ''}{extra}")
             st.button("Open", key=f"grid_open_{img_id}", icon=":material/open_in_new:", width="stretch",

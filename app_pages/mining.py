@@ -211,7 +211,7 @@ with ui.guard("The failure-mining list"):
             rows = rows[rows["kind"] == "gt"]  # lists over several runs are about GT objects
         row_keys = (rows["kind"] + "|" + rows["run"] + "|" + rows["row"].astype(str)).tolist()
         with grid[k % COLS]:
-            st.image(drawing.grid_thumbnail(ctx.cfg_key, ctx.dataset, image_id, rows,
+            st.image(drawing.grid_thumbnail(ctx.cfg_key, view, draw_runs, image_id, tuple(rows.index.tolist()),
                                             tuple(sorted(x for x in row_keys if x in listed)), color_by="status",
                                             vocabulary=vocab), width="stretch")
             value = getattr(rec, ranking.value)

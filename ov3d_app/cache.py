@@ -252,6 +252,9 @@ def load_warnings(cfg_key: str, dataset: str | None = None, runs: tuple[str, ...
     import dataclasses
 
     b = benchmark(cfg_key)
+    found = b.load_warnings(dataset, runs)
+    if not found:  # the usual case: no path to resolve (every page asks, on every run)
+        return []
     paths = [Path(f) for f in b.input_files()]
     paths += [p for s in b.config.datasets.values() for p in (*s.gt, s.images, s.calib) if p is not None]
     paths += [s.predictions for s in b.config.runs.values()]
@@ -263,7 +266,7 @@ def load_warnings(cfg_key: str, dataset: str | None = None, runs: tuple[str, ...
                 text = text.replace(v, Path(v).name)
         return _ABS_PATH.sub(r"\1", text)
 
-    return [dataclasses.replace(w, message=private(w.message)) for w in b.load_warnings(dataset, runs)]
+    return [dataclasses.replace(w, message=private(w.message)) for w in found]
 
 
 _warm_lock = threading.Lock()

@@ -166,16 +166,20 @@ def scene3d_standin() -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
-def grid_thumbnail(cfg_key: str, dataset: str, image_id: int, rows: pd.DataFrame, matching: tuple[str, ...], *,
-                   color_by: str, vocabulary: list[str], size: int = 360) -> bytes:
-    """A JPEG thumbnail of one image with the box-table ``rows`` drawn (``viz.thumbnails``): the boxes whose
-    ``"kind|run|row"`` key is in ``matching`` (the grid filter's) drawn last and thicker, the others thin."""
-    meta = cache.image_meta(cfg_key, dataset, image_id)
+def grid_thumbnail(cfg_key: str, view, runs: tuple[str, ...], image_id: int, rows: tuple[int, ...],
+                   matching: tuple[str, ...], *, color_by: str, vocabulary: list[str], size: int = 360) -> bytes:
+    """A JPEG thumbnail of one image of ``view.dataset`` with boxes drawn: ``rows``, index labels of the box table
+    ``cache.boxes(cfg_key, view, runs)``; the boxes whose ``"kind|run|row"`` key is in ``matching`` (the grid
+    filter's) drawn last and thicker, the others thin. The rows are named by their table and labels, not passed as
+    a frame, so that the cache key is a few integers (hashing a frame per thumbnail cost the grid ~0.3 s a run)."""
+    table = cache.boxes(cfg_key, view, tuple(runs))
+    rows = table.loc[list(rows)]
+    meta = cache.image_meta(cfg_key, view.dataset, image_id)
     keys = (rows["kind"].astype(str) + "|" + rows["run"].astype(str) + "|" + rows["row"].astype(str)).to_numpy()
     hit = np.isin(keys, np.asarray(matching, dtype=object))
-    layers = image_layers(cfg_key, dataset, rows[~hit], color_by=color_by, vocabulary=vocabulary)
+    layers = image_layers(cfg_key, view.dataset, rows[~hit], color_by=color_by, vocabulary=vocabulary)
     thin = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=1.0) for l in layers]
-    strong = image_layers(cfg_key, dataset, rows[hit], color_by=color_by, vocabulary=vocabulary)
+    strong = image_layers(cfg_key, view.dataset, rows[hit], color_by=color_by, vocabulary=vocabulary)
     thick = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=3.0) for l in strong]
     return thumbnail_with_boxes(meta["path"], meta["K"], thin + thick, width=meta["width"], height=meta["height"],
                                 size=size)

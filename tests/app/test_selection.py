@@ -105,6 +105,24 @@ def test_removed_status_and_counts(boxes):
     assert counts.loc[(counts["run"] == "r1") & (counts["status"] == "TP"), "n"].item() == 2
 
 
+def test_run_counts_of_one_image():
+    """The panel captions: per run its predictions by status and the GT it missed; the GT boxes counted once each
+    (the table repeats every GT row per run)."""
+    gt = pd.DataFrame({"image_id": [1, 1, 1, 2], "category": ["car", "van", "ped", "car"], "status": ["GT"] * 4})
+    a = pd.DataFrame({"image_id": [1, 1, 1, 2], "category": ["car", "car", "ped", "car"], "score": [0.9, 0.8, 0.3, 0.7],
+                      "status": ["TP", "FP", "mislabelled", "TP"], "matched": [0, -1, 1, 3]})
+    b = pd.DataFrame({"image_id": [1], "category": ["van"], "score": [0.6], "status": ["TP"], "matched": [1]})
+    table = sel.box_table(gt, {"a": a, "b": b}, {"a": ["TP", "FN", "FN", "TP"], "b": ["FN", "TP", "FN", "FN"]})
+    image1 = table[table["image_id"] == 1]
+    assert sel.run_counts(image1, ["a", "b", "c"]) == {
+        "a": "TP 1 · FP 1 · mislabelled 1 · missed 2", "b": "TP 1 · FP 0 · mislabelled 0 · missed 2",
+        "c": "TP 0 · FP 0 · mislabelled 0 · missed 0", "": "3 GT boxes"}
+    assert sel.run_counts(table[table["image_id"] == 2], ["a", "b"]) == {
+        "a": "TP 1 · FP 0 · mislabelled 0 · missed 0", "b": "TP 0 · FP 0 · mislabelled 0 · missed 1",
+        "": "1 GT boxes"}
+    assert sel.run_counts(table.iloc[:0], ["a"]) == {"a": "TP 0 · FP 0 · mislabelled 0 · missed 0", "": "0 GT boxes"}
+
+
 def test_gt_statuses_are_per_run():
     gt = pd.DataFrame({"image_id": [1, 2], "category": ["car", "car"], "status": ["GT", "GT"]})
     pred = pd.DataFrame({"image_id": [1], "category": ["car"], "score": [0.9], "status": ["TP"], "matched": [0]})
