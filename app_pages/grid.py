@@ -89,17 +89,17 @@ with ui.guard("The sample grid"):
         st.stop()
 
     boxes = cache.boxes(ctx.cfg_key, ctx.view(), (run,))
-    boxes = boxes[boxes["run"] == run]  # rows keep the table's index labels (grid_thumbnail reads them by label)
     wanted = set((matching["kind"] + f"|{run}|" + matching["row"].astype(str)).tolist())
     shown = order.iloc[(page - 1) * PER_PAGE: page * PER_PAGE]
+    # rows keep the table's index labels (grid_thumbnail reads them by label)
+    by_image = selection.rows_by_image(boxes[boxes["run"] == run], shown["image_id"])
     value_label = selection.SAMPLE_SORTS[sort][0]
     grid = st.columns(COLS)
     for k, rec in enumerate(shown.itertuples()):
         with grid[k % COLS]:
             img_id = int(rec.image_id)
-            rows = boxes[boxes["image_id"] == img_id]
-            keys = (rows["kind"] + "|" + rows["run"] + "|" + rows["row"].astype(str)).tolist()
-            hit = tuple(sorted(x for x in keys if x in wanted))
+            rows = by_image[img_id]
+            hit = tuple(sorted(x for x in selection.box_keys(rows) if x in wanted))
             st.image(drawing.grid_thumbnail(ctx.cfg_key, ctx.view(), (run,), img_id, tuple(rows.index.tolist()), hit,
                                             color_by="status", vocabulary=vocab), width="stretch")
             extra = "" if value_label in (None, "row") or not np.isfinite(rec.value) else f" · {rec.value:.2f}"

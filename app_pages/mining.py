@@ -203,13 +203,15 @@ with ui.guard("The failure-mining list"):
     table = cache.boxes(ctx.cfg_key, view, draw_runs)
     keys = [(_box_key(kind, run, r)[0]) for r in boxes.to_dict("records")]
     listed = {k.replace("gt||", f"gt|{draw_runs[0]}|") for k in keys}
+    gallery = images.head(GALLERY)
+    by_image = selection.rows_by_image(table[table["run"] == draw_runs[0]], gallery["image_id"])
     grid = st.columns(COLS)
-    for k, rec in enumerate(images.head(GALLERY).itertuples()):
+    for k, rec in enumerate(gallery.itertuples()):
         image_id = int(rec.image_id)
-        rows = table[(table["image_id"] == image_id) & (table["run"] == draw_runs[0])]
+        rows = by_image[image_id]
         if run is None:
             rows = rows[rows["kind"] == "gt"]  # lists over several runs are about GT objects
-        row_keys = (rows["kind"] + "|" + rows["run"] + "|" + rows["row"].astype(str)).tolist()
+        row_keys = selection.box_keys(rows)
         with grid[k % COLS]:
             st.image(drawing.grid_thumbnail(ctx.cfg_key, view, draw_runs, image_id, tuple(rows.index.tolist()),
                                             tuple(sorted(x for x in row_keys if x in listed)), color_by="status",

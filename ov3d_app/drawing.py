@@ -176,8 +176,7 @@ def grid_thumbnail(cfg_key: str, view, runs: tuple[str, ...], image_id: int, row
     table = cache.boxes(cfg_key, view, tuple(runs))
     rows = table.loc[list(rows)]
     meta = cache.image_meta(cfg_key, view.dataset, image_id)
-    keys = (rows["kind"].astype(str) + "|" + rows["run"].astype(str) + "|" + rows["row"].astype(str)).to_numpy()
-    hit = np.isin(keys, np.asarray(matching, dtype=object))
+    hit = np.isin(np.asarray(selection.box_keys(rows), dtype=object), np.asarray(matching, dtype=object))
     layers = image_layers(cfg_key, view.dataset, rows[~hit], color_by=color_by, vocabulary=vocabulary)
     thin = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=1.0) for l in layers]
     strong = image_layers(cfg_key, view.dataset, rows[hit], color_by=color_by, vocabulary=vocabulary)

@@ -127,6 +127,19 @@ def box_from_point(point: Mapping) -> str | None:
         return None
 
 
+def box_keys(rows: pd.DataFrame) -> list[str]:
+    """The ``"kind|run|row"`` key (a highlight's, ``parse_highlight``) of every box-table row, in order."""
+    return (rows["kind"].astype(str) + "|" + rows["run"].astype(str) + "|" + rows["row"].astype(str)).tolist()
+
+
+def rows_by_image(boxes: pd.DataFrame, image_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
+    """The box-table rows of each of ``image_ids`` (an empty frame for an image without boxes), index labels kept:
+    one pass over the table for a page of thumbnails, not one filter of the whole table per thumbnail."""
+    ids = [int(i) for i in image_ids]
+    groups = dict(tuple(boxes[boxes["image_id"].isin(ids)].groupby("image_id", sort=False)))
+    return {i: groups.get(i, boxes.iloc[:0]) for i in ids}
+
+
 def parse_highlight(key: str | None) -> tuple[str, str, int] | None:
     """``"pred|run|12"`` -> ("pred", "run", 12); None when malformed."""
     if not key:

@@ -105,6 +105,17 @@ def test_removed_status_and_counts(boxes):
     assert counts.loc[(counts["run"] == "r1") & (counts["status"] == "TP"), "n"].item() == 2
 
 
+def test_box_keys_and_rows_by_image(boxes):
+    assert sel.box_keys(boxes[boxes["image_id"] == 2]) == ["gt||2", "pred|r1|1", "pred|r1|2"]
+    assert [sel.parse_highlight(k) for k in sel.box_keys(boxes.iloc[[0, 8]])] == [("gt", "", 0), ("pred", "r2", 0)]
+    got = sel.rows_by_image(boxes, [3, 7, 1])
+    assert list(got) == [3, 7, 1]  # the order asked for; image 7 has no boxes
+    for image_id, rows in got.items():
+        want = boxes[boxes["image_id"] == image_id]
+        pd.testing.assert_frame_equal(rows, want)  # the same rows and index labels as a filter per image
+    assert got[7].empty and list(got[7].columns) == list(boxes.columns)
+
+
 def test_run_counts_of_one_image():
     """The panel captions: per run its predictions by status and the GT it missed; the GT boxes counted once each
     (the table repeats every GT row per run)."""
