@@ -67,7 +67,7 @@ def test_the_slider_shows_where_the_values_lie_and_what_theta_keeps(tiny_demo, c
     at = app("app_pages/prompt_lab.py", ds=DS)
     assert not problems(at), problems(at)
     run = at.session_state["focus_run"]
-    # the trace names from the parsed spec: plotly writes "θ" as is with orjson installed, as "\\u03b8" without
+    # the trace names from the parsed spec: plotly writes "θ" as is with orjson installed, as "\u03b8" without
     strip = [c for c in at.get("plotly_chart") if "boxes kept at θ" in
              {t.get("name") for t in json.loads(c.proto.spec).get("data", [])}]
     assert len(strip) == 1  # the distribution and the kept boxes, drawn with the slider
