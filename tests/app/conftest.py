@@ -62,3 +62,16 @@ def mini_config(tmp_path_factory):
     from tests.app.minibench import build
 
     return build(tmp_path_factory.mktemp("minibench"))
+
+
+@pytest.fixture(scope="session")
+def demo_server(tiny_demo, tmp_path_factory):
+    """URL of ``streamlit run app.py`` on the tiny demo, one per test process, always terminated: shared by the browser
+    test files that need no server of their own (each opens its own browser and sessions, and leaves nothing on the
+    server but its caches). A fresh server's first page view imports the models and scores the demo (about 10 s on
+    2 cores), once per process instead of once per file."""
+    from tests.app.live import serve
+
+    with serve(tmp_path_factory.mktemp("demo_server") / "streamlit.log",
+               env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _):
+        yield url

@@ -33,12 +33,9 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_demo, tmp_path_factory):
-    """A Streamlit server on a free port serving app.py on the tiny demo; always terminated."""
-    from tests.app.live import serve  # (live imports this module's helpers)
-
-    with serve(tmp_path_factory.mktemp("server") / "streamlit.log", env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _):
-        yield url
+def server(demo_server):
+    """URL of the process's Streamlit server on the tiny demo (``conftest.demo_server``)."""
+    return demo_server
 
 
 @pytest.fixture(scope="module")

@@ -32,13 +32,11 @@ def cell(tiny_demo):
 
 
 @pytest.fixture(scope="module")
-def page(tiny_demo, tmp_path_factory):
+def page(demo_server, tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
-    from tests.app.live import serve
-
-    log = tmp_path_factory.mktemp("gallery_server") / "streamlit.log"
-    with serve(log, env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _), sync_playwright() as p:
+    url = demo_server
+    with sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(str(tmp_path_factory.mktemp("gallery_profile")),
                                                    executable_path=CHROMIUM, headless=True, args=ARGS,
                                                    viewport={"width": 1500, "height": 1100})

@@ -44,11 +44,8 @@ def test_the_budget_follows_the_renderer(renderer, software):
 
 
 @pytest.fixture(scope="module")
-def server(tiny_demo, tmp_path_factory):
-    from tests.app.live import serve
-
-    with serve(tmp_path_factory.mktemp("server") / "streamlit.log", env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _):
-        yield url
+def server(demo_server):
+    return demo_server
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,15 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.app.live import ARGS, CHROMIUM, open_page, serve, wait_idle
+from tests.app.live import ARGS, CHROMIUM, open_page, wait_idle
 
 
 @pytest.fixture(scope="module")
-def live(tiny_demo, tmp_path_factory):
+def live(demo_server, tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
-    base = tmp_path_factory.mktemp("mining_browser")
-    with serve(base / "streamlit.log", env={"OV3D_DEMO_DIR": str(tiny_demo)}) as (url, _), sync_playwright() as p:
+    base, url = tmp_path_factory.mktemp("mining_browser"), demo_server
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
