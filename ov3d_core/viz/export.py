@@ -7,13 +7,16 @@ another, and ``ensure_browser()`` sets that variable to a Chromium it can see wh
 PNG and SVG come from one headless Chromium that stays open for the whole process (``warm_up`` starts it ahead, in
 the background): starting a browser for every image is what made an export take seconds. Its page has no MathJax
 (the figures use none; kaleido's default loads it from a CDN, on every render). A render that fails (a browser that
-crashed) is tried once more in a fresh browser.
+crashed) is tried once more in a fresh browser. When the browser closes, its last read may hold the browser's
+sign-off (``{bye}``) after another message, which kaleido's driver (choreographer 1.4) then logs as a JSON error with
+a traceback: that one record is dropped (``SignOffFilter``); every other record of the driver is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
 import re
 import shutil
@@ -61,6 +64,19 @@ def safe_file_name(stem: str, ext: str | None = None) -> str:
     return name
 
 
+class SignOffFilter(logging.Filter):
+    """Drops the record choreographer's pipe logs when the browser's sign-off ``{bye}`` arrives in one read with
+    another message and is parsed as JSON (a shutdown race, nothing lost); keeps every other record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        cause = getattr(exc, "__cause__", None)
+        return not (type(exc).__name__ == "JSONError" and str(getattr(cause, "doc", "")).strip() == "{bye}")
+
+
+_SIGN_OFF_FILTER = SignOffFilter()
+
+
 class _Renderer:
     """One kaleido browser for the process: an asyncio loop in a daemon thread owns it; any thread renders through
     it (kaleido queues the renders for its tab). Opened on first use or by ``warm_up``."""
@@ -81,6 +97,9 @@ class _Renderer:
         if self._kaleido is None:
             from kaleido import Kaleido
 
+            pipe_log = logging.getLogger("choreographer.channels.pipe")
+            if _SIGN_OFF_FILTER not in pipe_log.filters:
+                pipe_log.addFilter(_SIGN_OFF_FILTER)
             k = Kaleido(mathjax=False, timeout=RENDER_TIMEOUT)
             asyncio.run_coroutine_threadsafe(k.open(), self._loop).result(OPEN_TIMEOUT)
             self._kaleido = k

@@ -94,3 +94,26 @@ def test_pr_curve_exports_in_the_browser_have_safe_names(server, browser_page): 
     name, html = got["HTML, small"]
     assert name == "pr_demo_indoor_all_classes_cdn.html" and len(html) < 200_000 and b"cdn.plot.ly" in html
     assert all(SAFE.match(n) for n, _ in got.values())
+
+
+def test_the_browser_sign_off_is_not_logged_as_an_error_and_other_bad_messages_are(caplog):
+    """choreographer (kaleido's browser driver) logs a JSON error with a traceback when the browser's sign-off
+    ``{bye}`` arrives in one read with another message, as it may when the export browser closes at exit (a server
+    log then showed a traceback); that record is dropped once the export browser is open, any other is kept."""
+    import os
+
+    from choreographer.channels.pipe import Pipe
+
+    assert export.figure_bytes(_fig("opens the export browser"), "svg")[:5]  # (or reuses it)
+    pipe = Pipe()
+    pipe.open()
+    try:
+        with caplog.at_level("ERROR", logger="choreographer.channels.pipe"):
+            os.write(pipe._write_from_browser, b'{"id": 1}\x00{bye}\n\x00')
+            assert pipe.read_jsons(blocking=False)[0] == [{"id": 1}]
+            assert not [r for r in caplog.records if "JSONError" in r.getMessage()]
+            os.write(pipe._write_from_browser, b'{"id": 2}\x00{"id": \x00')
+            assert pipe.read_jsons(blocking=False)[0] == [{"id": 2}]
+            assert [r.getMessage() for r in caplog.records] == ["JSONError decoding message. Ignoring"]
+    finally:
+        pipe.close()

@@ -54,6 +54,9 @@ _CUT = """(root) => [...root.querySelectorAll('button')].filter(b => /Open|Runs/
     return {text: b.textContent.trim(), cut: cut.length, width: b.getBoundingClientRect().width};
 })"""
 
+#: True once at least ``n`` gallery buttons are laid out in the main block.
+_LAID_OUT = f"""(n) => ({_CUT})(document.querySelector('[data-testid="stMainBlockContainer"]')).length >= n"""
+
 _THUMBS = """(root) => [...root.querySelectorAll('[data-testid="stImage"] img')]
                                .filter(i => i.getBoundingClientRect().width > 0).map(i => {
     const r = i.getBoundingClientRect(); return {top: Math.round(r.top), height: r.height, width: r.width};
@@ -71,6 +74,8 @@ def test_gallery_buttons_are_whole_and_thumbnails_line_up(page, cell):
     assert pg.locator('[data-testid="stException"]').count() == 0
     shown = min(n, 24)
 
+    # the script run is over when the page says so; its last elements may be laid out a moment later (a loaded machine)
+    pg.wait_for_function(_LAID_OUT, arg=2 * shown, timeout=90_000)
     buttons = main.evaluate(_CUT)
     assert len(buttons) == 2 * shown, buttons
     assert all(b["text"].endswith(("Open", "Runs")) for b in buttons), buttons
