@@ -202,13 +202,14 @@ def test_next_image_with_the_3d_view_on_redraws_the_same_webgl_scene(server, bro
 def test_scene_panels_have_one_size_in_the_browser(server, browser_page):
     page, _ = browser_page
     open_page(page, f"{server}/scene?ds=demo_indoor", "Scene inspector")
+    from playwright.sync_api import expect
+
     panels = page.locator(".js-plotly-plot:has(.imagelayer image)")
-    panels.first.wait_for(timeout=60_000)
-    boxes = [panels.nth(i).bounding_box() for i in range(panels.count())]
-    assert len(boxes) == 2
+    expect(panels).to_have_count(2, timeout=60_000)  # retried while the browser lays the panels out
+    boxes = [panels.nth(i).bounding_box() for i in range(2)]
     assert max(b["width"] for b in boxes) - min(b["width"] for b in boxes) <= 1
     assert max(b["height"] for b in boxes) - min(b["height"] for b in boxes) <= 1
-    assert page.locator(".ov3d-legend").count() == 1
+    expect(page.locator(".ov3d-legend")).to_have_count(1, timeout=60_000)
 
 
 _READABLE_JS = """() => {

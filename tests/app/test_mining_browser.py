@@ -10,6 +10,7 @@ import re
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from tests.app.live import ARGS, CHROMIUM, open_page, wait_idle
 
@@ -47,9 +48,9 @@ def test_mining_list_and_object_view_in_chromium(live):
     wait_idle(page)
     _no_exception(page)
     assert "gt=" in page.url  # the object is in the URL: the view can be shared and pinned
-    assert page.locator("h3", has_text=re.compile(r"\d+ of 6 runs localise this")).count() == 1
-    page.locator('[data-testid="stImage"] img').first.wait_for()
-    assert page.locator('[data-testid="stImage"] img').count() == 6  # one crop per run
+    # counts that settle as the browser lays the page out: retried until they hold (or the timeout fails the test)
+    expect(page.locator("h3", has_text=re.compile(r"\d+ of 6 runs localise this"))).to_have_count(1, timeout=60_000)
+    expect(page.locator('[data-testid="stImage"] img')).to_have_count(6, timeout=60_000)  # one crop per run
     page.screenshot(path=str(shots / "object.png"))
     print(f"\nscreenshots: {shots}")
 
