@@ -70,7 +70,8 @@ class SignOffFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        cause = getattr(exc, "__cause__", None)
+        cause = getattr(exc, "__cause__", None)  # the JSON decoder's error, holding the text it could not parse
+        # by the class name: choreographer is kaleido's dependency, not imported until a browser opens
         return not (type(exc).__name__ == "JSONError" and str(getattr(cause, "doc", "")).strip() == "{bye}")
 
 

@@ -1,5 +1,6 @@
 """Fixtures of the app tests: a tiny demo benchmark (built once per session by ``ov3d_core.demo.ensure_demo``) and
-the hand-written mini benchmark (``minibench``), each in a temporary folder. The app finds the demo through
+the hand-written mini benchmark (``minibench``), each in a temporary folder, and a Streamlit server on the tiny demo
+shared by the browser tests of a test process (``demo_server``). The app finds the demo through
 ``OV3D_DEMO_DIR`` (``ov3d_app.cache.DEMO_ENV``)."""
 
 from __future__ import annotations
