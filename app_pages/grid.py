@@ -89,7 +89,7 @@ with ui.guard("The sample grid"):
         st.stop()
 
     boxes = cache.boxes(ctx.cfg_key, ctx.view(), (run,))
-    wanted = set((matching["kind"] + f"|{run}|" + matching["row"].astype(str)).tolist())
+    wanted = set(selection.box_keys(matching[["kind", "row"]].assign(run=run)))
     shown = order.iloc[(page - 1) * PER_PAGE: page * PER_PAGE]
     # rows keep the table's index labels (grid_thumbnail reads them by label)
     by_image = selection.rows_by_image(boxes[boxes["run"] == run], shown["image_id"])
@@ -99,9 +99,9 @@ with ui.guard("The sample grid"):
         with grid[k % COLS]:
             img_id = int(rec.image_id)
             rows = by_image[img_id]
-            hit = tuple(sorted(x for x in selection.box_keys(rows) if x in wanted))
-            st.image(drawing.grid_thumbnail(ctx.cfg_key, ctx.view(), (run,), img_id, tuple(rows.index.tolist()), hit,
-                                            color_by="status", vocabulary=vocab), width="stretch")
+            st.image(drawing.grid_thumbnail(ctx.cfg_key, ctx.view(), (run,), img_id, tuple(rows.index.tolist()),
+                                            selection.labels_with_keys(rows, wanted), color_by="status",
+                                            vocabulary=vocab), width="stretch")
             extra = "" if value_label in (None, "row") or not np.isfinite(rec.value) else f" · {rec.value:.2f}"
             st.caption(f"image {img_id} · {rec.n} box{'es' if rec.n != 1 else ''}{extra}")
             st.button("Open", key=f"grid_open_{img_id}", icon=":material/open_in_new:", width="stretch",

@@ -211,10 +211,9 @@ with ui.guard("The failure-mining list"):
         rows = by_image[image_id]
         if run is None:
             rows = rows[rows["kind"] == "gt"]  # lists over several runs are about GT objects
-        row_keys = selection.box_keys(rows)
         with grid[k % COLS]:
             st.image(drawing.grid_thumbnail(ctx.cfg_key, view, draw_runs, image_id, tuple(rows.index.tolist()),
-                                            tuple(sorted(x for x in row_keys if x in listed)), color_by="status",
+                                            selection.labels_with_keys(rows, listed), color_by="status",
                                             vocabulary=vocab), width="stretch")
             value = getattr(rec, ranking.value)
             st.caption(f"#{rec.rank} · image {image_id} · {ranking.value} {value:g} · {rec.n_boxes} box"

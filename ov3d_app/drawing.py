@@ -167,16 +167,15 @@ def scene3d_standin() -> str:
 
 @st.cache_data(show_spinner=False, max_entries=1024)
 def grid_thumbnail(cfg_key: str, view, runs: tuple[str, ...], image_id: int, rows: tuple[int, ...],
-                   matching: tuple[str, ...], *, color_by: str, vocabulary: list[str], size: int = 360) -> bytes:
+                   strong: tuple[int, ...], *, color_by: str, vocabulary: list[str], size: int = 360) -> bytes:
     """A JPEG thumbnail of one image of ``view.dataset`` with boxes drawn: ``rows``, index labels of the box table
-    ``cache.boxes(cfg_key, view, runs)``; the boxes whose ``"kind|run|row"`` key is in ``matching`` (the grid
-    filter's) drawn last and thicker, the others thin. The rows are named by their table and labels, not passed as
-    a frame, so that the cache key is a few integers (hashing a frame per thumbnail was ~40% of the sample grid's
-    script run: 0.19 s a run before, 0.115 s after, bench/RESULTS.md 2026-12-07)."""
-    table = cache.boxes(cfg_key, view, tuple(runs))
-    rows = table.loc[list(rows)]
+    ``cache.boxes(cfg_key, view, runs)``; those of them in ``strong`` (the grid filter's matches) drawn last and
+    thicker, the others thin. The rows are named by their table and labels, not passed as a frame, so that the cache
+    key is a few integers (hashing a frame per thumbnail was ~40% of the sample grid's script run: 0.19 s a run
+    before, 0.115 s after, bench/RESULTS.md 2026-12-07)."""
+    rows = cache.boxes(cfg_key, view, tuple(runs)).loc[list(rows)]
     meta = cache.image_meta(cfg_key, view.dataset, image_id)
-    hit = np.isin(np.asarray(selection.box_keys(rows), dtype=object), np.asarray(matching, dtype=object))
+    hit = rows.index.isin(list(strong))
     layers = image_layers(cfg_key, view.dataset, rows[~hit], color_by=color_by, vocabulary=vocabulary)
     thin = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=1.0) for l in layers]
     strong = image_layers(cfg_key, view.dataset, rows[hit], color_by=color_by, vocabulary=vocabulary)

@@ -132,6 +132,11 @@ def box_keys(rows: pd.DataFrame) -> list[str]:
     return (rows["kind"].astype(str) + "|" + rows["run"].astype(str) + "|" + rows["row"].astype(str)).tolist()
 
 
+def labels_with_keys(rows: pd.DataFrame, keys: set[str] | frozenset[str]) -> tuple:
+    """The index labels of the ``rows`` whose :func:`box_keys` key is in the set ``keys``, in order."""
+    return tuple(label for label, k in zip(rows.index.tolist(), box_keys(rows)) if k in keys)
+
+
 def rows_by_image(boxes: pd.DataFrame, image_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
     """The box-table rows of each of ``image_ids`` (an empty frame for an image without boxes), index labels kept:
     one pass over the table for a page of thumbnails, not one filter of the whole table per thumbnail."""

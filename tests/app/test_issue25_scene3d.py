@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from ov3d_app import drawing
-from tests.app.test_browser import ARGS, CHROMIUM, open_page, wait_idle, wait_probed
+from tests.app.test_browser import (ARGS, CHROMIUM, open_page, server,  # noqa: F401 - server: a fixture here too
+                                    wait_idle, wait_probed)
 
 SCENE = ".ov3d-gl-graph.js-plotly-plot"  # the page's WebGL scene (ov3d_app.gl_scene)
 GPU_NAME = "ANGLE (NVIDIA, NVIDIA GeForce RTX 4090 (0x00002684) Direct3D11 vs_5_0 ps_5_0, D3D11)"
@@ -41,11 +42,6 @@ def test_the_budget_follows_the_renderer(renderer, software):
     want = drawing.POINT_BUDGETS[0] if software else drawing.POINT_BUDGETS[-1]
     assert drawing.budget_for_renderer(renderer) == want
     assert drawing.POINT_BUDGETS[0] == 10_000 and drawing.POINT_BUDGETS[-1] >= 300_000
-
-
-@pytest.fixture(scope="module")
-def server(demo_server):
-    return demo_server
 
 
 @pytest.fixture(scope="module")

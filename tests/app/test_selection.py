@@ -114,6 +114,10 @@ def test_box_keys_and_rows_by_image(boxes):
         want = boxes[boxes["image_id"] == image_id]
         pd.testing.assert_frame_equal(rows, want)  # the same rows and index labels as a filter per image
     assert got[7].empty and list(got[7].columns) == list(boxes.columns)
+    rows = got[3]
+    keys = sel.box_keys(rows)
+    assert sel.labels_with_keys(rows, {keys[-1], keys[0], "pred|nope|0"}) == (rows.index[0], rows.index[-1])
+    assert sel.labels_with_keys(rows, set()) == () and sel.labels_with_keys(got[7], set(keys)) == ()
 
 
 def test_run_counts_of_one_image():
