@@ -7,13 +7,14 @@ import urllib.parse
 
 import pytest
 
-from tests.app.live import chromium, open_page, serve, wait_idle
+from tests.app.live import chromium, open_page, wait_idle
 
 
 @pytest.fixture(scope="module")
-def app_url(tiny_demo, tmp_path_factory):
-    with serve(tmp_path_factory.mktemp("state_server") / "server.log") as (url, _):
-        yield url
+def app_url(demo_server):
+    """The process's tiny-demo server (``conftest.demo_server``): a source switch and an upload live in this
+    module's browser session only."""
+    return demo_server
 
 
 @pytest.fixture(scope="module")
