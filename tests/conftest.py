@@ -1,6 +1,12 @@
-"""Suite-wide: the order in which pytest-xdist hands the test files to its workers."""
+"""Suite-wide: the order in which pytest-xdist hands the test files to its workers, and demo folders copied from one
+build per test process."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
 
 #: The test files that take longest, longest first (seconds in one `-n 2` run on 2 cores, bench/RESULTS.md
 #: 2026-12-07). With ``--dist loadfile --no-loadscope-reorder`` (pytest.ini) xdist hands whole files to whichever
@@ -36,3 +42,24 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: in-file order kept
+
+
+@pytest.fixture(scope="session")
+def copied_demo(tmp_path_factory):
+    """``copied_demo(dest, images=N, seed=S)``: a demo folder at ``dest``, as ``ensure_demo(dest, images=N, seed=S)``
+    leaves it, copied from one build per (N, S) and test process instead of built again (a 4-image build is ~5 s of
+    CPU, and several test files build the same one). A valid demo already at ``dest`` is kept."""
+    templates: dict[tuple[int, int], Path] = {}
+
+    def copy(dest, *, images: int, seed: int = 0) -> Path:
+        from ov3d_core.demo import ensure_demo
+
+        if (images, seed) not in templates:
+            templates[images, seed] = ensure_demo(tmp_path_factory.mktemp(f"demo_template_{images}_{seed}"),
+                                                  images=images, seed=seed)
+        dest = Path(dest)
+        if not dest.exists():
+            shutil.copytree(templates[images, seed], dest, ignore=shutil.ignore_patterns(".ov3d_cache"))
+        return ensure_demo(dest, images=images, seed=seed)  # checks the copy; builds only if it is not one
+
+    return copy

@@ -25,10 +25,8 @@ def snippet(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from ov3d_core.demo import ensure_demo
-
-    return Path(ensure_demo(tmp_path_factory.mktemp("nb") / "demo", images=3, seed=0))
+def demo(tmp_path_factory, copied_demo):
+    return Path(copied_demo(tmp_path_factory.mktemp("nb") / "demo", images=3, seed=0))
 
 
 def _run(code: str, demo: Path, **env) -> dict:

@@ -167,11 +167,9 @@ def test_every_kernel_of_the_package_is_cached_and_compiled_by_the_warm_up(warm)
     assert re.search(r"^UNCACHED(.*)$", warm.stdout, re.M).group(1).strip() == ""  # each one is @njit(cache=True)
 
 
-def test_a_user_process_after_the_warm_up_compiles_nothing(warm, tmp_path):
-    from ov3d_core.demo import ensure_demo
-
+def test_a_user_process_after_the_warm_up_compiles_nothing(warm, tmp_path, copied_demo):
     assert warm.returncode == 0, warm.stderr
-    demo = ensure_demo(tmp_path / "demo", images=3, seed=0)
+    demo = copied_demo(tmp_path / "demo", images=3, seed=0)
     out = _python(USER, str(README), str(demo))
     assert out.returncode == 0, out.stderr
     assert re.search(r"COMPILES(.*)", out.stdout).group(1).strip() == ""

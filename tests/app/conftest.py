@@ -38,7 +38,7 @@ def app_roots(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def tiny_demo(tmp_path_factory):
+def tiny_demo(tmp_path_factory, copied_demo):
     """Folder of a tiny demo (TINY_IMAGES images per dataset); ``OV3D_DEMO_DIR`` points at it for the session.
 
     ``OV3D_TEST_DEMO`` names a folder to keep the tiny demo in between sessions (rebuilt only when stale)."""
@@ -46,8 +46,10 @@ def tiny_demo(tmp_path_factory):
 
     # one folder per test process, whoever asks: tests/export imports this fixture, which makes it a second fixture
     # of its own (a second demo, and OV3D_DEMO_DIR moved to it for the app tests that ran later in the process)
-    where = os.environ.get("OV3D_TEST_DEMO") or tmp_path_factory.getbasetemp() / "tiny_demo"
-    out = ensure_demo(where, images=TINY_IMAGES, seed=0)
+    if os.environ.get("OV3D_TEST_DEMO"):
+        out = ensure_demo(os.environ["OV3D_TEST_DEMO"], images=TINY_IMAGES, seed=0)
+    else:
+        out = copied_demo(tmp_path_factory.getbasetemp() / "tiny_demo", images=TINY_IMAGES, seed=0)
     old = os.environ.get(DEMO_ENV)
     os.environ[DEMO_ENV] = str(out)
     yield out

@@ -1,7 +1,8 @@
-"""The order the suite's files are handed to the xdist workers (tests/conftest.py)."""
+"""tests/conftest.py: the order the suite's files are handed to the xdist workers, and the demo copies."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,3 +24,17 @@ def test_listed_files_go_first_longest_first_and_the_rest_keep_their_order():
     assert [i.nodeid for i in items] == [f"{LONGEST_FIRST[0]}::t1", f"{LONGEST_FIRST[1]}::t1",
                                          f"{LONGEST_FIRST[1]}::t2", "tests/a/test_x.py::t1", "tests/b/test_y.py::t1",
                                          "tests/a/test_x.py::t2"]
+
+
+def test_a_demo_copy_holds_every_file_of_the_build_it_was_copied_from(copied_demo, tmp_path):
+    from ov3d_core.demo.build import read_manifest
+
+    a = copied_demo(tmp_path / "a", images=3, seed=0)
+    b = copied_demo(tmp_path / "b", images=3, seed=0)
+    m = read_manifest(a)
+    assert (m["images_per_dataset"], m["seed"], m["annotations_only"]) == (3, 0, False) and read_manifest(b) == m
+    for folder in (a, b):
+        files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+        assert set(m["sha256"]) <= files
+        for rel, digest in m["sha256"].items():
+            assert hashlib.sha256((folder / rel).read_bytes()).hexdigest() == digest, (folder, rel)
