@@ -3,6 +3,7 @@ build per test process."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -48,15 +49,20 @@ def pytest_collection_modifyitems(config, items):
 def copied_demo(tmp_path_factory):
     """``copied_demo(dest, images=N, seed=S)``: a demo folder at ``dest``, as ``ensure_demo(dest, images=N, seed=S)``
     leaves it, copied from one build per (N, S) and test process instead of built again (a 4-image build is ~5 s of
-    CPU, and several test files build the same one). A valid demo already at ``dest`` is kept."""
+    CPU, and several test files build the same one). A valid demo already at ``dest`` is kept.
+
+    ``OV3D_TEST_DEMO`` names a folder that keeps the builds between sessions (``<N>_<S>`` in it, rebuilt only when
+    stale); each test still gets a copy."""
     templates: dict[tuple[int, int], Path] = {}
 
     def copy(dest, *, images: int, seed: int = 0) -> Path:
         from ov3d_core.demo import ensure_demo
 
         if (images, seed) not in templates:
-            templates[images, seed] = ensure_demo(tmp_path_factory.mktemp(f"demo_template_{images}_{seed}"),
-                                                  images=images, seed=seed)
+            keep = os.environ.get("OV3D_TEST_DEMO")
+            name = f"{images}_{seed}"
+            where = Path(keep) / name if keep else tmp_path_factory.mktemp(f"demo_template_{name}")
+            templates[images, seed] = ensure_demo(where, images=images, seed=seed)
         dest = Path(dest)
         if not dest.exists():
             shutil.copytree(templates[images, seed], dest, ignore=shutil.ignore_patterns(".ov3d_cache"))

@@ -1,4 +1,4 @@
-"""Fixtures of the app tests: a tiny demo benchmark (built once per session by ``ov3d_core.demo.ensure_demo``) and
+"""Fixtures of the app tests: a tiny demo benchmark (a copy of one build per test process, ``copied_demo``) and
 the hand-written mini benchmark (``minibench``), each in a temporary folder, and a Streamlit server on the tiny demo
 shared by the browser tests of a test process (``demo_server``). The app finds the demo through
 ``OV3D_DEMO_DIR`` (``ov3d_app.cache.DEMO_ENV``)."""
@@ -39,17 +39,11 @@ def app_roots(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory, copied_demo):
-    """Folder of a tiny demo (TINY_IMAGES images per dataset); ``OV3D_DEMO_DIR`` points at it for the session.
-
-    ``OV3D_TEST_DEMO`` names a folder to keep the tiny demo in between sessions (rebuilt only when stale)."""
-    from ov3d_core.demo import ensure_demo
-
+    """Folder of a tiny demo (TINY_IMAGES images per dataset, ``copied_demo``); ``OV3D_DEMO_DIR`` points at it for
+    the session."""
     # one folder per test process, whoever asks: tests/export imports this fixture, which makes it a second fixture
     # of its own (a second demo, and OV3D_DEMO_DIR moved to it for the app tests that ran later in the process)
-    if os.environ.get("OV3D_TEST_DEMO"):
-        out = ensure_demo(os.environ["OV3D_TEST_DEMO"], images=TINY_IMAGES, seed=0)
-    else:
-        out = copied_demo(tmp_path_factory.getbasetemp() / "tiny_demo", images=TINY_IMAGES, seed=0)
+    out = copied_demo(tmp_path_factory.getbasetemp() / "tiny_demo", images=TINY_IMAGES, seed=0)
     old = os.environ.get(DEMO_ENV)
     os.environ[DEMO_ENV] = str(out)
     yield out

@@ -45,10 +45,6 @@ def ray_instance():
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, copied_demo):
-    from ov3d_core.demo import ensure_demo
-
-    if os.environ.get("OV3D_TEST_DEMO"):
-        return ensure_demo(os.environ["OV3D_TEST_DEMO"], images=4, seed=0)
     return copied_demo(tmp_path_factory.mktemp("demo") / "demo", images=4, seed=0)
 
 
