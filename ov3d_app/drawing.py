@@ -175,12 +175,11 @@ def grid_thumbnail(cfg_key: str, view, runs: tuple[str, ...], image_id: int, row
     before, 0.115 s after, bench/RESULTS.md 2026-12-07)."""
     rows = cache.boxes(cfg_key, view, tuple(runs)).loc[list(rows)]
     meta = cache.image_meta(cfg_key, view.dataset, image_id)
-    hit = rows.index.isin(list(strong))
-    layers = image_layers(cfg_key, view.dataset, rows[~hit], color_by=color_by, vocabulary=vocabulary)
-    thin = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=1.0) for l in layers]
-    strong = image_layers(cfg_key, view.dataset, rows[hit], color_by=color_by, vocabulary=vocabulary)
-    thick = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=3.0) for l in strong]
-    return thumbnail_with_boxes(meta["path"], meta["K"], thin + thick, width=meta["width"], height=meta["height"],
+    hit = rows.index.isin(strong)
+    layers = [BoxLayer(name=l.name, corners=l.corners, color=l.color, width=width)
+              for part, width in ((rows[~hit], 1.0), (rows[hit], 3.0))  # the strong ones drawn last
+              for l in image_layers(cfg_key, view.dataset, part, color_by=color_by, vocabulary=vocabulary)]
+    return thumbnail_with_boxes(meta["path"], meta["K"], layers, width=meta["width"], height=meta["height"],
                                 size=size)
 
 
