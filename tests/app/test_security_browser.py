@@ -101,6 +101,8 @@ def test_markup_in_a_pinned_title_is_text_in_presentation_mode(lab, browser):
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("Lab meeting").click()
     sidebar.get_by_role("button", name="Pin this view").click()
+    # the pin is listed once its script run is over (a check of the run state alone may come before the run starts)
+    sidebar.locator(".st-key-view_go_0").wait_for(timeout=60_000)
     wait_idle(page)
     sidebar.get_by_text("Presentation mode").click()
     title = page.locator(".st-key-ov3d-view-title")
