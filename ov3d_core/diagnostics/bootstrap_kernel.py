@@ -29,10 +29,12 @@ tp_min[r], the smallest such integer, found once per segment with the same divis
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+import numba
+from numba import njit
 
 from ov3d_core.eval.matching import STATE_FP, STATE_TP
 from ov3d_core.eval.ordering import read_only
@@ -320,30 +322,50 @@ def accumulate_weighted(streams, w, rec_thrs):
     return full.p[..., 0], full.rc[..., 0], full.e[..., 0]
 
 
-@njit(cache=True, parallel=True)
 def accumulate_resamples(streams, weights, rec_thrs, block):
     """:func:`accumulate_weighted` for each row of ``weights (B, n_img)`` (int), reduced to means over the recall
     points: ``ap (B, T, S)`` (mean sampled precision) and ``err (B, E, T, S)``; NaN for segments without weighted
     positives in that resample. Resamples are walked ``block`` at a time (one pass over the items for all of them),
-    blocks in parallel."""
-    n_b, n_img = weights.shape
+    blocks on numba's number of threads (``NUMBA_NUM_THREADS``): :func:`_resample_block` releases the GIL, so a
+    pool of Python threads runs them side by side. (A ``prange`` kernel did the same, but compiling its parallel
+    loop cost more than all the other bootstrap kernels together: 8 of the warm-up's 40 s.)"""
+    n_b = weights.shape[0]
     n_seg = streams.seg_ptr.shape[0] - 1
     n_thr, n_err = streams.st.shape[1], streams.err.shape[2]
     ap = np.full((n_b, n_thr, n_seg), np.nan)
     er = np.full((n_b, n_err, n_thr, n_seg), np.nan)
-    n_blocks = (n_b + block - 1) // block
-    for bi in prange(n_blocks):
-        b0 = bi * block
-        n_col = min(block, n_b - b0)
-        wb = np.empty((n_img, n_col))
-        for c in range(n_col):
-            for i in range(n_img):
-                wb[i, c] = weights[b0 + c, i]
-        mean_p = np.full((n_thr, n_seg, n_col), np.nan)
-        mean_e = np.full((n_err, n_thr, n_seg, n_col), np.nan)
-        empty = _Sampled(np.empty((0, 0, 0, 0)), np.empty((0, 0, 0, 0, 0)), np.empty((0, 0, 0)))
-        _column_block(streams, wb, rec_thrs, empty, mean_p, mean_e)
-        for c in range(n_col):
-            ap[b0 + c] = mean_p[:, :, c]
-            er[b0 + c] = mean_e[:, :, :, c]
+    starts = range(0, n_b, block)
+
+    def run(b0: int) -> None:
+        _resample_block(streams, weights, rec_thrs, b0, min(block, n_b - b0), ap, er)
+
+    n_threads = min(numba.get_num_threads(), len(starts))
+    if n_threads <= 1:
+        for b0 in starts:
+            run(b0)
+    else:
+        with ThreadPoolExecutor(n_threads, thread_name_prefix="ov3d-bootstrap") as pool:
+            list(pool.map(run, starts))  # list(): a kernel's exception is raised here
     return ap, er
+
+
+@njit(cache=True, nogil=True)
+def _resample_block(streams, weights, rec_thrs, b0, n_col, ap, er):
+    """Resamples ``b0 .. b0 + n_col`` of :func:`accumulate_resamples`: their rows of ``ap`` and ``er`` (in place)."""
+    n_img = weights.shape[1]
+    n_seg = streams.seg_ptr.shape[0] - 1
+    n_thr, n_err = streams.st.shape[1], streams.err.shape[2]
+    wb = np.empty((n_img, n_col))
+    for c in range(n_col):
+        for i in range(n_img):
+            wb[i, c] = weights[b0 + c, i]
+    mean_p = np.full((n_thr, n_seg, n_col), np.nan)
+    mean_e = np.full((n_err, n_thr, n_seg, n_col), np.nan)
+    empty = _Sampled(np.empty((0, 0, 0, 0)), np.empty((0, 0, 0, 0, 0)), np.empty((0, 0, 0)))
+    _column_block(streams, wb, rec_thrs, empty, mean_p, mean_e)
+    for c in range(n_col):
+        for t in range(n_thr):
+            for s in range(n_seg):
+                ap[b0 + c, t, s] = mean_p[t, s, c]
+                for e in range(n_err):
+                    er[b0 + c, e, t, s] = mean_e[e, t, s, c]

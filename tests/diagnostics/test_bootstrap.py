@@ -3,6 +3,7 @@ known AP, the paired test holds its level, and the tables and helpers behave as 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -117,11 +118,19 @@ def test_resampled_block_kernel_matches_one_weight_vector_at_a_time():
     fm = fixed_matching(APInputs.from_view(gt, pred, compute_pairs(gt, pred), view, params), n_categories=4)
     s = _ap_streams(fm)
     W = ImageResamples.draw(fm.image_keys, 40, seed=2).weights  # two blocks: 32 + 8 columns
-    ap, _ = s.resampled(W, params.recall_thresholds)
+    ap, er = s.resampled(W, params.recall_thresholds)
     for b in range(len(W)):
         p, _, _ = s.full(W[b], params.recall_thresholds)
         np.testing.assert_allclose(ap[b], p.mean(axis=1), rtol=1e-13, atol=0)
         assert np.array_equal(np.isnan(ap[b]), np.isnan(p[:, 0]))
+    # the blocks run on numba's number of threads (a pool of Python threads): one thread gives the same arrays
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        ap1, er1 = s.resampled(W, params.recall_thresholds)
+    finally:
+        numba.set_num_threads(threads)
+    assert np.array_equal(ap, ap1, equal_nan=True) and np.array_equal(er, er1, equal_nan=True)
 
 
 def test_weighted_recall_equals_recall_on_replicated_images():
