@@ -1,5 +1,5 @@
-"""Suite-wide: the order in which pytest-xdist hands the test files to its workers, and demo folders copied from one
-build per test process."""
+"""Suite-wide: the order in which pytest-xdist hands the test files to its workers, demo folders copied from one
+build per test process, and Streamlit's scan for installed components done once per test process."""
 
 from __future__ import annotations
 
@@ -69,3 +69,25 @@ def copied_demo(tmp_path_factory):
         return ensure_demo(dest, images=images, seed=seed)  # checks the copy; builds only if it is not one
 
     return copy
+
+
+@pytest.fixture(scope="session", autouse=True)
+def streamlit_components_scanned_once():
+    """Each new ``AppTest`` has Streamlit scan the metadata of every installed distribution for v2 components
+    (``streamlit.components.v2.manifest_scanner.scan_component_manifests``, called by its
+    ``BidiComponentManager``): 0.2 s of CPU, and the suite creates hundreds of AppTests. The installed packages do
+    not change while the suite runs, so the scan runs once per test process and every AppTest's manager registers
+    what it found (a copy of the list, as a fresh scan would return). A Streamlit without that module is left as
+    it is."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:
+        yield
+        return
+    real = manifest_scanner.scan_component_manifests
+    found = real()
+    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
+    try:
+        yield
+    finally:
+        manifest_scanner.scan_component_manifests = real
