@@ -9,34 +9,34 @@ from pathlib import Path
 
 import pytest
 
-#: The test files that take longest, longest first (seconds in one `-n 2` run on 2 cores, bench/RESULTS.md
-#: 2026-12-07). With ``--dist loadfile --no-loadscope-reorder`` (pytest.ini) xdist hands whole files to whichever
-#: worker is free, in collection order: these go first, so that the two workers end together instead of one of
-#: them starting a long file near the end (xdist's own order is by number of tests). The rest keep their order.
-#: Only the order depends on this list; a file missing from it just runs later.
+#: The test files that take longest, longest first (seconds in one warm `-n 2` run on 2 cores, bench/RESULTS.md
+#: 2026-12-07, fourth session). With ``--dist loadfile --no-loadscope-reorder`` (pytest.ini) xdist hands whole files
+#: to whichever worker is free, in collection order: these go first, so that the two workers end together instead of
+#: one of them starting a long file near the end (xdist's own order is by number of tests). The rest keep their
+#: order. Only the order depends on this list; a file missing from it just runs later.
 LONGEST_FIRST = (
-    "tests/remap/test_ray.py",  # 93
-    "tests/app/test_browser.py",  # 66
-    "tests/app/test_security_browser.py",  # 45
-    "tests/app/test_first_start.py",  # 42
-    "tests/app/test_issue25_scene3d.py",  # 39
-    "tests/io/test_parity.py",  # 38
-    "tests/app/test_pages.py",  # 35
-    "tests/remap/test_ray_report.py",  # 35
-    "tests/app/test_views.py",  # 33
-    "tests/app/test_state_browser.py",  # 25
-    "tests/cli/test_cli_fuzz.py",  # 24
-    "tests/demo/test_build.py",  # 17
-    "tests/app/test_source_fuzz.py",  # 17
-    "tests/export/test_rerun_app.py",  # 16
-    "tests/report/test_paper.py",  # 16
-    "tests/app/test_parity.py",  # 14
-    "tests/app/test_export.py",  # 13
-    "tests/test_warmup.py",  # 11
-    "tests/app/test_mining_pages.py",  # 11
+    "tests/remap/test_ray.py",  # 105
+    "tests/app/test_browser.py",  # 85
+    "tests/remap/test_ray_report.py",  # 63
+    "tests/app/test_security_browser.py",  # 52
+    "tests/app/test_first_start.py",  # 43
+    "tests/io/test_parity.py",  # 42
+    "tests/app/test_issue25_scene3d.py",  # 42
+    "tests/report/test_paper.py",  # 30
+    "tests/app/test_views.py",  # 23
+    "tests/demo/test_build.py",  # 20
+    "tests/cli/test_cli_fuzz.py",  # 19
+    "tests/app/test_pages.py",  # 19
+    "tests/app/test_state_browser.py",  # 17
+    "tests/remap/test_embed_cli.py",  # 16
+    "tests/export/test_rerun_app.py",  # 15
+    "tests/test_warmup.py",  # 14
+    "tests/app/test_parity.py",  # 13
     "tests/app/test_mining_browser.py",  # 11
-    "tests/remap/test_embed_cli.py",  # 11
-    "tests/diagnostics/test_bootstrap.py",  # 11
+    "tests/diagnostics/test_bootstrap.py",  # 10
+    "tests/app/test_export.py",  # 9
+    "tests/test_packaging.py",  # 9
+    "tests/demo/test_promptable.py",  # 9
 )
 
 
