@@ -15,7 +15,7 @@ import threading
 
 __all__ = ["announce_compiles", "MESSAGE"]
 
-MESSAGE = ("ov3d: compiling the numeric kernels for this machine (first run only, ~1 min of CPU; "
+MESSAGE = ("ov3d: compiling the numeric kernels for this machine (first run only, up to ~40 s of CPU; "
            "`python -m ov3d_core.analysis.warmup` does it ahead) ...")
 
 _installed = False
