@@ -7,7 +7,7 @@ On the 5,000-image workload of ``bench/workload.py`` (about 500k predictions), i
 - the recall bootstrap and, with ``--ods``, the ODS bootstrap (centre-distance evaluation included);
 - a paired comparison of two label views of the run (10 % of the labels changed: "two templates"), both
   bootstraps included, and the leaderboard of the two;
-- the same AP bootstrap with 1 numba thread, side by side, for the parallel speed-up;
+- the same AP bootstrap on 1 kernel thread (OV3D_GEOMETRY_THREADS=1), side by side, for the parallel speed-up;
 - through the front door (``Analysis.from_objects``, what ``evaluate --ci``, ``compare`` and ``report --ci`` call):
   two runs (the second: 10 % of the labels changed and new scores), their bootstraps, the paired test of the two
   runs, the paired test of one run under both protocols, and the significance tiers;
@@ -48,6 +48,7 @@ def main(argv=None) -> None:
     from ov3d_core.eval.labels import gt_codes, label_view_from_names
     from ov3d_core.eval.pairs import compute_pairs
     from ov3d_core.eval.recall import recall_for_view
+    from ov3d_core.eval.threads import kernel_threads
 
     rows = []
     params = APParams.omni3d_3d()
@@ -80,14 +81,18 @@ def main(argv=None) -> None:
     f = b1.to_frame()
     r0 = f.iloc[0]
     rows.append((f"**AP bootstrap: {args.resamples} resamples** (7 summary keys + per-category AP3D, BCa)", t,
-                 f"{numba.get_num_threads()} threads, {cpu:.1f} s CPU; AP3D {r0['value']:.2f} "
+                 f"{kernel_threads()} threads, {cpu:.1f} s CPU; AP3D {r0['value']:.2f} "
                  f"[{r0['lo']:.2f}, {r0['hi']:.2f}], se {r0['se']:.3f}"))
 
-    numba.set_num_threads(1)
+    forced = os.environ.get("OV3D_GEOMETRY_THREADS")
+    os.environ["OV3D_GEOMETRY_THREADS"] = "1"
     c0 = time.process_time()
     t1, _ = timed(lambda: boot(w, pairs, view, g_codes, rs))
     cpu1 = time.process_time() - c0
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    if forced is None:
+        os.environ.pop("OV3D_GEOMETRY_THREADS")
+    else:
+        os.environ["OV3D_GEOMETRY_THREADS"] = forced
     rows.append(("  the same with 1 thread (side by side)", t1,
                  f"{cpu1:.1f} s CPU ({1000 * cpu1 / (args.resamples + 101):.1f} ms per resample); wall ratio "
                  f"x{t1 / t:.2f}"))
@@ -124,7 +129,7 @@ def main(argv=None) -> None:
     if args.cli:
         rows += through_cli(args.images, args.resamples, args.seed)
 
-    print_report(rows, f", numba {numba.__version__}, {numba.config.NUMBA_NUM_THREADS} numba threads, load average "
+    print_report(rows, f", numba {numba.__version__}, {kernel_threads()} kernel threads, load average "
                        f"{os.getloadavg()[0]:.1f} at the end")
 
 

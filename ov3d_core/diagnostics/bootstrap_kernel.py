@@ -29,13 +29,12 @@ tp_min[r], the smallest such integer, found once per segment with the same divis
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
-import numba
 from numba import njit
 
+from ov3d_core.eval import threads
 from ov3d_core.eval.matching import STATE_FP, STATE_TP
 from ov3d_core.eval.ordering import read_only
 
@@ -325,27 +324,23 @@ def accumulate_weighted(streams, w, rec_thrs):
 def accumulate_resamples(streams, weights, rec_thrs, block):
     """:func:`accumulate_weighted` for each row of ``weights (B, n_img)`` (int), reduced to means over the recall
     points: ``ap (B, T, S)`` (mean sampled precision) and ``err (B, E, T, S)``; NaN for segments without weighted
-    positives in that resample. Resamples are walked ``block`` at a time (one pass over the items for all of them),
-    blocks on numba's number of threads (``NUMBA_NUM_THREADS``): :func:`_resample_block` releases the GIL, so a
-    pool of Python threads runs them side by side. (A ``prange`` kernel did the same, but compiling its parallel
-    loop cost more than all the other bootstrap kernels together: 8 of the warm-up's 40 s.)"""
+    positives in that resample. Resamples are walked ``block`` at a time (one pass over the items for all of them);
+    the blocks are cut into contiguous spans run on the kernel threads (``ov3d_core.eval.threads``), each block
+    writing its own rows. (A ``prange`` kernel did the same, but compiling its parallel loop cost more than all the
+    other bootstrap kernels together: 8 of the warm-up's 40 s.)"""
     n_b = weights.shape[0]
     n_seg = streams.seg_ptr.shape[0] - 1
     n_thr, n_err = streams.st.shape[1], streams.err.shape[2]
     ap = np.full((n_b, n_thr, n_seg), np.nan)
     er = np.full((n_b, n_err, n_thr, n_seg), np.nan)
-    starts = range(0, n_b, block)
+    n_blocks = -(-n_b // block)
+    n_spans = max(1, min(threads.kernel_threads(), n_blocks))
 
-    def run(b0: int) -> None:
-        _resample_block(streams, weights, rec_thrs, b0, min(block, n_b - b0), ap, er)
+    def span(k0: int, k1: int) -> None:
+        for b0 in range(k0 * block, min(k1 * block, n_b), block):
+            _resample_block(streams, weights, rec_thrs, b0, min(block, n_b - b0), ap, er)
 
-    n_threads = min(numba.get_num_threads(), len(starts))
-    if n_threads <= 1:
-        for b0 in starts:
-            run(b0)
-    else:
-        with ThreadPoolExecutor(n_threads, thread_name_prefix="ov3d-bootstrap") as pool:
-            list(pool.map(run, starts))  # list(): a kernel's exception is raised here
+    threads.run_spans(span, [(n_blocks * t // n_spans, n_blocks * (t + 1) // n_spans) for t in range(n_spans)])
     return ap, er
 
 

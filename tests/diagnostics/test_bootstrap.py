@@ -3,7 +3,6 @@ known AP, the paired test holds its level, and the tables and helpers behave as 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -111,7 +110,7 @@ def test_weighted_ods_equals_distance_evaluator_on_replicated_images(seed):
         assert np.array_equal(e, ref.errors[name], equal_nan=True), name
 
 
-def test_resampled_block_kernel_matches_one_weight_vector_at_a_time():
+def test_resampled_block_kernel_matches_one_weight_vector_at_a_time(monkeypatch):
     _, gt, pred = scene(5, n_images=30)
     view = label_view_from_names(pred.category, pred.score, VOCAB)
     params = APParams()
@@ -123,13 +122,9 @@ def test_resampled_block_kernel_matches_one_weight_vector_at_a_time():
         p, _, _ = s.full(W[b], params.recall_thresholds)
         np.testing.assert_allclose(ap[b], p.mean(axis=1), rtol=1e-13, atol=0)
         assert np.array_equal(np.isnan(ap[b]), np.isnan(p[:, 0]))
-    # the blocks run on numba's number of threads (a pool of Python threads): one thread gives the same arrays
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        ap1, er1 = s.resampled(W, params.recall_thresholds)
-    finally:
-        numba.set_num_threads(threads)
+    # the blocks run on the kernel threads (two here: one span per thread); one thread gives the same arrays
+    monkeypatch.setenv("OV3D_GEOMETRY_THREADS", "1")
+    ap1, er1 = s.resampled(W, params.recall_thresholds)
     assert np.array_equal(ap, ap1, equal_nan=True) and np.array_equal(er, er1, equal_nan=True)
 
 
