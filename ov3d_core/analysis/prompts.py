@@ -23,7 +23,7 @@ from ov3d_core.diagnostics.semantic import cosine_similarity_matrix
 from ov3d_core.errors import InputError
 from ov3d_core.eval.constants import CONFUSION_IOU, RECALL_KEY
 from ov3d_core.remap import cache, pipeline, templates as template_sets
-from ov3d_core.remap.encoders import make_encoder
+from ov3d_core.remap.encoders import LazyEncoder
 from ov3d_core.remap.engines import ENGINES
 
 __all__ = ["Prompts"]
@@ -39,10 +39,11 @@ _encoders_lock = threading.Lock()
 
 
 def _shared_encoder(spec: str, options: Mapping[str, Any]):
-    """One encoder per process and spec (the model is loaded once, whichever Analysis asks)."""
+    """One encoder per process and spec (the model is loaded once, whichever Analysis asks, and only when something
+    is encoded: ``LazyEncoder``)."""
     with _encoders_lock:
         if spec not in _encoders:
-            _encoders[spec] = make_encoder(spec, **{k: v for k, v in options.items() if v is not None})
+            _encoders[spec] = LazyEncoder(spec, **{k: v for k, v in options.items() if v is not None})
         return _encoders[spec]
 
 
@@ -50,7 +51,8 @@ class Prompts:
     """Mixin of :class:`~ov3d_core.analysis.Analysis`: remapping and the prompt diagnostics of a view."""
 
     def encoder(self, spec: str):
-        """The remap encoder of a spec (one per process and spec: loads torch/transformers on first use)."""
+        """The remap encoder of a spec: one per process and spec, which loads its model (torch, transformers, the
+        weights) the first time it encodes (``LazyEncoder``)."""
         return _shared_encoder(spec, self.encoder_options)
 
     def remapper(self, dataset: str, run: str, remap: "RemapSpec | str", *, progress: bool = False):
@@ -195,6 +197,12 @@ class Prompts:
                     if rep.embeddings is None:
                         raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
                                          "; ".join(str(f) for f in rep.failures))
+            # The templates' text embeddings, encoded here once into the benchmark's text cache: the sweep's tasks
+            # read them there instead of each loading the model to encode them again (``LazyEncoder``).
+            for v in views:
+                rm = self.remapper(v.dataset, v.run, v.remap)
+                for t in templates:
+                    rm.text_embeddings(t)
             jobs = [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol, v.remap.score_mode)
                     for v in views for t in templates]
             rows = sweep(b.config.path, jobs, engine="ray", cache_dir=self.embedding_dir, address=address)

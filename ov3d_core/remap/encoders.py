@@ -199,6 +199,7 @@ class EncoderInfo:
     cache_key: str
     name: str
     uses_captions: bool  # reads the demo's crop captions, not pixels (the proxy)
+    has_calibrated_bias: bool = False  # a probability from the model's own logit scale and bias (SigLIP)
 
 
 class HFEncoder:
@@ -318,7 +319,7 @@ class HFEncoder:
         model_type = getattr(cfg, "model_type", "")
         ident = _checkpoint_ident(str(checkpoint), Path(source) if is_local else None, cfg)
         key = _hf_key(ident, model_type, _text_length(cfg), _patch_budget(cfg, image_processor, max_num_patches))
-        return EncoderInfo(key, _hf_name(str(checkpoint), model_type, calibrated), False)
+        return EncoderInfo(key, _hf_name(str(checkpoint), model_type, calibrated), False, calibrated)
 
     # ---- text -------------------------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -521,6 +522,59 @@ def describe_encoder(spec: str, **kw) -> EncoderInfo:
         return ProxyEncoder.describe()
     kw = {k: v for k, v in kw.items() if k in ("max_num_patches", "local_files_only")}
     return HFEncoder.describe(s[3:], **kw)
+
+
+class LazyEncoder:
+    """The encoder ``make_encoder(spec, **options)`` builds, loaded on first use.
+
+    Its identity (``cache_key``, ``name``, ``uses_captions``, ``has_calibrated_bias``) comes from
+    :func:`describe_encoder`, which reads no weights. A process that finds every embedding it needs in the caches (a
+    template sweep's task, a report or page opened again) never loads the model. Encoding, a calibrated
+    ``probability`` and any other attribute (``tokenizer``, ``max_length``, ``dim``, ...) load it, once, under a
+    lock; the loaded encoder's key must be the described one (else cache entries would be filed under another key).
+    """
+
+    def __init__(self, spec: str, **options):
+        self.spec = check_encoder_spec(spec)
+        self.options = dict(options)
+        info = describe_encoder(self.spec, **self.options)
+        self.cache_key, self.name = info.cache_key, info.name
+        self.uses_captions, self.has_calibrated_bias = info.uses_captions, info.has_calibrated_bias
+        self._loaded: Encoder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are loaded (for tests and benchmarks)."""
+        return self._loaded is not None
+
+    def load(self) -> Encoder:
+        """The loaded encoder (loading it the first time)."""
+        with self._lock:
+            if self._loaded is None:
+                enc = make_encoder(self.spec, **self.options)
+                if enc.cache_key != self.cache_key:
+                    raise RuntimeError(f"encoder {self.spec}: loaded as {enc.cache_key!r}, described as "
+                                       f"{self.cache_key!r}")
+                self._loaded = enc
+            return self._loaded
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        return self.load().encode_text(texts)
+
+    def encode_images(self, images: Sequence[Any]) -> np.ndarray:
+        return self.load().encode_images(images)
+
+    def probability(self, cos: np.ndarray) -> np.ndarray | None:
+        return self.load().probability(cos) if self.has_calibrated_bias else None
+
+    def __getattr__(self, name: str):  # only for attributes not set above: the loaded encoder's
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.load(), name)
+
+    def __repr__(self) -> str:
+        return f"LazyEncoder({self.spec!r}, {'loaded' if self.loaded else 'not loaded'})"
 
 
 def make_encoder(spec: str, *, device: str | None = None, batch_size: int | None = None, **kw) -> Encoder:

@@ -280,6 +280,32 @@ def test_local_sweep_rows_are_the_single_run_numbers(demo, swept):
     assert (table.groupby(["dataset", "template", "protocol"])["n_kept"].nunique() > 1).any()
 
 
+def test_a_sweep_task_with_every_embedding_cached_never_loads_the_model(demo, swept, monkeypatch):
+    """A sweep's group (what each Ray task runs) in a process with no encoder yet: the crop embeddings and the
+    template texts are in the caches (the local sweep wrote them), so its rows come without building the model."""
+    from ov3d_core.analysis import prompts
+    from ov3d_core.analysis.sweep import score_group
+    from ov3d_core.remap import encoders
+
+    cache, jobs, table = swept
+    built = []
+    real = encoders.ProxyEncoder.__init__
+    monkeypatch.setattr(encoders.ProxyEncoder, "__init__", lambda self, *a, **k: built.append(1) or real(
+        self, *a, **k))
+    monkeypatch.setattr(prompts, "_encoders", {})  # as in a fresh task process
+    monkeypatch.setattr(encoders, "_PROXIES", {})
+    group = [j for j in jobs if (j.dataset, j.run) == RUNS[0]]
+    rows = pd.DataFrame(score_group(str(demo / "benchmark.yaml"), group, cache_dir=str(cache)))
+    want = table[(table["dataset"] == RUNS[0][0]) & (table["run"] == RUNS[0][1])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(rows, want, check_exact=True)
+    assert built == []
+    # the same encoder object loads the model on its first encoding, with the key it was described with
+    enc = prompts._encoders["proxy"]
+    assert not enc.loaded and enc.probability(np.zeros(3)) is None and not enc.loaded
+    assert enc.encode_text(["a chair"]).shape == (1, enc.load().dim) and enc.loaded and built == [1]
+    assert enc.cache_key == enc.load().cache_key and enc.name == enc.load().name
+
+
 def test_ray_sweep_equals_the_local_sweep(ray_instance, demo, swept):
     cache, jobs, table = swept
     on_ray = sweep(demo / "benchmark.yaml", jobs, engine="ray", cache_dir=cache)

@@ -240,7 +240,8 @@ def _describe(encoder):
         return describe_encoder(encoder)
 
     enc = encoder()
-    return EncoderInfo(enc.cache_key, getattr(enc, "name", ""), uses_captions(enc))
+    return EncoderInfo(enc.cache_key, getattr(enc, "name", ""), uses_captions(enc),
+                       bool(getattr(enc, "has_calibrated_bias", False)))
 
 
 def plan_workers(resources: dict, n_shards: int, *, gpus_per_worker: float | None, workers: int | None
