@@ -197,12 +197,6 @@ class Prompts:
                     if rep.embeddings is None:
                         raise InputError(None, f"{v.dataset} / {v.run}", "embeddings", "every crop shard encoded",
                                          "; ".join(str(f) for f in rep.failures))
-            # The templates' text embeddings, encoded here once into the benchmark's text cache: the sweep's tasks
-            # read them there instead of each loading the model to encode them again (``LazyEncoder``).
-            for v in views:
-                rm = self.remapper(v.dataset, v.run, v.remap)
-                for t in templates:
-                    rm.text_embeddings(t)
             jobs = [SweepJob(v.dataset, v.run, v.remap.encoder, t, self.theta(v), v.protocol, v.remap.score_mode)
                     for v in views for t in templates]
             rows = sweep(b.config.path, jobs, engine="ray", cache_dir=self.embedding_dir, address=address)

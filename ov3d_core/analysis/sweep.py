@@ -4,7 +4,8 @@ jobs scored in this process or as Ray tasks, gathered into one table that is the
 Each row is ``Analysis.summary`` of the job's ``View`` (a ``RemapSpec`` over the run's cached crop embeddings;
 ``ov3d embed`` first), exactly what the remap CLI, the prompt lab and ``report`` show. Jobs are grouped by (dataset,
 run, encoder): a group loads the benchmark, the embeddings and the encoder's text side once, and is one Ray task
-(:func:`score_group`, which builds its own ``Analysis`` on the worker).
+(:func:`score_group`, which builds its own ``Analysis`` on the worker). Before the Ray tasks start, this process
+encodes every group's template texts into the benchmark's text cache, so that no task loads the model for them.
 """
 
 from __future__ import annotations
@@ -78,12 +79,9 @@ def check_jobs(jobs: Sequence[SweepJob], templates=None) -> None:
         resolve_templates(j.template, templates)
 
 
-def score_group(config_path: str, jobs: Sequence[SweepJob], *, cache_dir: str | None = None,
-                templates_file: str | None = None, pad: float = 0.0, min_size: float = 8) -> list[dict]:
-    """Rows of jobs that share (dataset, run, encoder), in order: each is ``Analysis.summary`` of the job's
-    ``View`` (the number the prompt lab and ``report`` show). Needs the run's embeddings in the cache."""
-    first = jobs[0]
-    a = Analysis(Benchmark.from_yaml(config_path), embedding_dir=cache_dir)
+def _need_embeddings(a: Analysis, first: SweepJob, config_path: str, pad: float, min_size: float) -> None:
+    """An InputError when the run of ``first``'s group has no complete crop embeddings in ``a``'s cache (a sweep
+    reads them, it does not compute them)."""
     bench = a.benchmark
     ds, run = bench.dataset(first.dataset), bench.run(first.run, first.dataset)
     spec = bench.run_spec(first.run, first.dataset)
@@ -95,6 +93,14 @@ def score_group(config_path: str, jobs: Sequence[SweepJob], *, cache_dir: str | 
                          f"in the cache: run `ov3d embed --benchmark {config_path} --dataset {first.dataset} --run "
                          f"{first.run} --encoder {first.encoder}` first (with the same --pad/--min-size)",
                          "no complete entry for this encoder and these crops")
+
+
+def score_group(config_path: str, jobs: Sequence[SweepJob], *, cache_dir: str | None = None,
+                templates_file: str | None = None, pad: float = 0.0, min_size: float = 8) -> list[dict]:
+    """Rows of jobs that share (dataset, run, encoder), in order: each is ``Analysis.summary`` of the job's
+    ``View`` (the number the prompt lab and ``report`` show). Needs the run's embeddings in the cache."""
+    a = Analysis(Benchmark.from_yaml(config_path), embedding_dir=cache_dir)
+    _need_embeddings(a, jobs[0], config_path, pad, min_size)
     rows = []
     for job in jobs:
         view = View(dataset=job.dataset, run=job.run, protocol=job.protocol,
@@ -132,12 +138,27 @@ def sweep(config_path, jobs, engine: str = "local", *, cache_dir=None, templates
     if engine == "local":
         results = [score_group(config_path, part, **kw) for part in parts]
     else:
+        _encode_template_texts(config_path, parts, **kw)
         results = _ray_groups(config_path, parts, kw, address)
     rows: list = [None] * len(jobs)
     for idx, res in zip(groups.values(), results):
         for i, row in zip(idx, res):
             rows[i] = row
     return pd.DataFrame(rows)
+
+
+def _encode_template_texts(config_path: str, parts: list, *, cache_dir: str | None, templates_file: str | None,
+                           pad: float, min_size: float) -> None:
+    """Encode each group's template texts here, once, into the benchmark's text cache: the Ray tasks read them there
+    instead of each loading the model to encode them again (``LazyEncoder``)."""
+    a = Analysis(Benchmark.from_yaml(config_path), embedding_dir=cache_dir)
+    for part in parts:
+        first = part[0]
+        _need_embeddings(a, first, config_path, pad, min_size)
+        rm = a.remapper(first.dataset, first.run, RemapSpec(encoder=first.encoder, templates_file=templates_file,
+                                                            pad=pad, min_size=min_size))
+        for template in dict.fromkeys(j.template for j in part):
+            rm.text_embeddings(template)
 
 
 def _ray_groups(config_path: str, parts: list, kw: dict, address: str | None) -> list:

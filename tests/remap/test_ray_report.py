@@ -43,16 +43,16 @@ def test_report_on_ray_starts_ray_once_and_writes_the_in_process_prompt_tables(n
     monkeypatch.setattr(ray_data, "_run_pipeline", lambda todo, *a, **k: pipelines.append(
         sorted((e.dataset, e.run) for e, _, _ in todo)) or real_pipeline(todo, *a, **k))
     cfg = demo_copy / "benchmark.yaml"
-    # the sweep's tasks find every template's text embeddings in the benchmark's text cache (encoded once here, so
-    # that no task loads the model to encode them again)
+    # the sweep's Ray tasks find every template's text embeddings in the benchmark's text cache (encoded once by the
+    # sweep before it starts them, so that no task loads the model to encode them again)
     b = Benchmark.from_yaml(cfg)
     text_dir = b.config.cache_dir / "text"
     want_texts = {TextEmbeddingCache.key(LazyEncoder("proxy").cache_key, prompts_for(t, b.dataset(d).vocabulary))
                   for d in b.dataset_names for t in resolve_templates(list(DEFAULT_TEMPLATES))}
     texts_at_sweep = []
-    real_sweep = sweep_module.sweep
-    monkeypatch.setattr(sweep_module, "sweep", lambda *a, **k: texts_at_sweep.append(
-        {p.stem for p in text_dir.rglob("*.npy")}) or real_sweep(*a, **k))
+    real_groups = sweep_module._ray_groups
+    monkeypatch.setattr(sweep_module, "_ray_groups", lambda *a, **k: texts_at_sweep.append(
+        {p.stem for p in text_dir.rglob("*.npy")}) or real_groups(*a, **k))
     common = ["report", "--config", str(cfg), "--encoder", "proxy", "--splits", "20", "--remap-runs", "cubercnn_star"]
     assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
     # three remapped views (one per dataset) embedded and one sweep: all on the one local instance, closed after
