@@ -23,6 +23,7 @@ from ov3d_app import cache, selection, ui
 from ov3d_app import navigate
 from ov3d_app import state as S
 from ov3d_app import tags as T
+from ov3d_app.warm_code import warm_code
 from ov3d_core.errors import InputError
 
 HERE = Path(__file__).parent
@@ -238,6 +239,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - a bad source is a message, never a traceback
         ui.show_error(exc)
     _sidebar_lab_meeting()
+    warm_code()  # the code of the charts and tables the next page may draw, loaded while the browser is idle
     if presenting:
         _presentation_bar()
     ui.sync_query_params()  # sidebar and callback changes (a page may st.stop() before the end)

@@ -15,8 +15,8 @@ run. Once per session the component reports the browser's WebGL renderer (``WEBG
 which the page picks its default point budget (``drawing.budget_for_renderer``: software WebGL a small cloud, a GPU
 the full one).
 
-plotly.js is the copy the page already has in ``window.Plotly`` (Streamlit's own, which its charts load: the Scene
-inspector's image panels do), the same that draws every other figure of the app; without one, the installed
+plotly.js is the copy the page already has in ``window.Plotly`` (Streamlit's own, which its charts load, and
+``warm_code`` ahead of them), the same that draws every other figure of the app; without one, the installed
 ``plotly`` package's ``plotly.min.js``, served by Streamlit's component file route (the browser caches it).
 """
 
@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 import streamlit as st
+
+from ov3d_app.warm_code import PAGE_SETTLED_JS
 
 #: The element the scene lives in (its class, for CSS and browser tests).
 ROOT_CLASS = "ov3d-gl"
@@ -73,16 +75,6 @@ const takeCameras = (layout) => {
   const menu = menus[i];
   return [menu.buttons.map((b) => [String(b.label), b.args[0]['scene.camera']]), { ...layout, updatemenus: rest },
           menu.active === undefined ? 0 : menu.active];
-};
-
-// Whether the page has finished what the user is waiting for: no script run in progress, no element still loading,
-// every chart drawn.
-const pageSettled = () => {
-  const app = document.querySelector('.stApp');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-  return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
-    (c) => c.querySelector('.js-plotly-plot .main-svg'));
 };
 
 export default function (component) {
@@ -205,7 +197,8 @@ def _component():
         "ov3d.gl_scene", html=f"<div class='{ROOT_CLASS}'><div class='{ROOT_CLASS}-cams' role='toolbar' "
                               f"aria-label='Camera presets'></div><div class='{ROOT_CLASS}-error'></div>"
                               f"<div class='{ROOT_CLASS}-graph'></div></div>",
-        css=_CSS.replace("__ROOT__", ROOT_CLASS), js=_JS.replace("__ROOT__", ROOT_CLASS), isolate_styles=False)
+        css=_CSS.replace("__ROOT__", ROOT_CLASS), js=PAGE_SETTLED_JS + _JS.replace("__ROOT__", ROOT_CLASS),
+        isolate_styles=False)
 
 
 def _plotly_src() -> str:
