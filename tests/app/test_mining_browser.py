@@ -1,7 +1,8 @@
 """The failure-mining page and the object view in headless Chromium (a real ``streamlit run app.py`` on the tiny
 demo, ``tests.app.live``): each renders its main content without a Streamlit exception; a click on "Every run on
 its GT" in the mining list opens the object view, which draws one crop per run; "Open" on a ranked image, or a
-click on its row of the ranked table, opens the scene inspector on that image with its top box highlighted.
+click on its row of the ranked table, opens the scene inspector on that image with its top box highlighted (the
+first "Open" of a tab fetching no JavaScript: ``ov3d_app.warm_code``).
 Screenshots (1600 x 1000) go to a temporary folder (printed)."""
 
 from __future__ import annotations
@@ -56,12 +57,26 @@ def test_mining_list_and_object_view_in_chromium(live):
 
 
 def test_a_ranked_image_opens_the_inspector_in_chromium(live):
+    """A ranked image's "Open" opens the inspector on it, its top box highlighted. The code of the inspector's charts,
+    tables, pills and HTML legend was loaded while the failure-mining page (which has no chart) sat idle
+    (``ov3d_app.warm_code``): the tab's first "Open" fetches no JavaScript module, and plotly.js is not compiled
+    between the click and the image panels."""
+    from ov3d_app.warm_code import MODULES, module_files
+
+    assert [name.split(".")[0] for name in module_files()] == list(MODULES)  # the installed Streamlit has each one
     url, page, _ = live
-    open_page(page, f"{url}/mining?ds=demo_indoor&mine=cross-class", "Failure mining")
+    open_page(page, f"{url}/mining?ds=demo_indoor&mine=cross-class", "Failure mining")  # a new document: a new tab
+    page.wait_for_function(f"() => window.__ov3dWarm && window.__ov3dWarm.done.length === {len(MODULES)}",
+                           timeout=60_000)
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
     page.locator('[class*="st-key-mine_open_"] button').first.click()  # the top-ranked image's "Open"
     page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first.wait_for()
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .imagelayer image').length >= 1",
+                           timeout=60_000)  # the image panels: the tab's first charts
     wait_idle(page)
     _no_exception(page)
+    assert [u for u in fetched if "/static/js/" in u] == []
     page.wait_for_function("() => location.search.includes('img=') && location.search.includes('hl=pred')",
                            timeout=30_000)
 
@@ -97,26 +112,3 @@ def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
     params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
     assert params["img"] == str(second) and params["hl"] == f"pred|{run}|{top}"
 
-
-def test_the_inspector_code_is_loaded_before_an_open_click(live):
-    """Streamlit's chart, table, pills and HTML-markdown modules are loaded while the failure-mining page (which has
-    no chart) sits idle (``ov3d_app.warm_code``): the tab's first "Open" fetches no JavaScript module, and plotly.js
-    is not compiled between the click and the inspector's image panels."""
-    from ov3d_app.warm_code import MODULES, module_files
-
-    assert [name.split(".")[0] for name in module_files()] == list(MODULES)  # the installed Streamlit has each one
-    url, page, _ = live
-    open_page(page, f"{url}/mining?ds=demo_indoor&mine=cross-class", "Failure mining")  # a new document: a new tab
-    page.wait_for_function(f"() => window.__ov3dWarm && window.__ov3dWarm.done.length === {len(MODULES)}",
-                           timeout=60_000)
-    loaded = page.evaluate("() => performance.getEntriesByType('resource').map((e) => e.name)")
-    assert [f for f in module_files() if not any(u.endswith("/static/js/" + f) for u in loaded)] == []
-    fetched: list[str] = []
-    page.on("request", lambda r: fetched.append(r.url))
-    page.locator('[class*="st-key-mine_open_"] button').first.click()
-    page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first.wait_for()
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .imagelayer image').length >= 1",
-                           timeout=60_000)  # the image panels: the tab's first charts
-    wait_idle(page)
-    _no_exception(page)
-    assert [u for u in fetched if "/static/js/" in u] == []
