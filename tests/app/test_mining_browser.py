@@ -111,4 +111,3 @@ def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
                            timeout=30_000)
     params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
     assert params["img"] == str(second) and params["hl"] == f"pred|{run}|{top}"
-
