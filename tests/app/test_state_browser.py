@@ -26,10 +26,12 @@ def page(app_url):
 
 
 def sidebar_state(page) -> dict:
-    """What the sidebar shows: the checked radio options and the slider values (once its two sliders are drawn: the
-    script run can be over before the browser has laid them out)."""
+    """What the sidebar shows: the checked radio options and the slider values, once its two radio groups and two
+    sliders are drawn (the script run can be over before the browser has loaded their code and laid them out)."""
     sb = page.locator('[data-testid="stSidebar"]')
-    sb.locator('[data-testid="stSliderThumbValue"]').nth(1).wait_for()
+    page.wait_for_function("""() => { const sb = document.querySelector('[data-testid="stSidebar"]');
+      return sb !== null && sb.querySelectorAll('input[type=radio]:checked').length >= 2
+        && sb.querySelectorAll('[data-testid="stSliderThumbValue"]').length >= 2; }""")
     radios = [r.evaluate("e => e.closest('label').innerText") for r in sb.locator("input[type=radio]:checked").all()]
     sliders = sb.locator('[data-testid="stSliderThumbValue"]').all_inner_texts()
     return {"radios": radios, "sliders": sliders}
