@@ -67,8 +67,8 @@ class Prompts:
             store = cache.EmbeddingStore(self.embedding_dir)
             emb = pipeline.embed_run(store, ds, r, enc, crops_json=b.run_spec(run, dataset).crops, pad=spec.pad,
                                      min_size=spec.min_size, progress=progress)
-            text_cache = cache.TextEmbeddingCache(Path(b.config.cache_dir) / "text")
-            return pipeline.LiveRemapper(emb, r.pred.record, r.pred.score, enc, ds.vocabulary, text_cache=text_cache,
+            return pipeline.LiveRemapper(emb, r.pred.record, r.pred.score, enc, ds.vocabulary,
+                                         text_cache=self._text_cache(),
                                          templates=template_sets.load_templates(spec.templates_file))
 
         return self._memoised("remapper", spec.embedding_key(dataset, run), compute)
@@ -88,11 +88,22 @@ class Prompts:
         return rm.result(view.remap.template, self.theta(view), view.remap.score_mode)
 
     def class_text_embeddings(self, view: View) -> np.ndarray:
-        """``(C, D)`` text embeddings of the dataset's classes under the view's template (needs ``view.remap``)."""
+        """``(C, D)`` text embeddings of the dataset's classes under the view's template (needs ``view.remap``):
+        what the view's remapper ranks crops against, from the benchmark's text cache (encoded on a miss). Reads
+        neither the run's predictions nor its crop embeddings."""
         if view.remap is None:
             raise view_error("remap", "a RemapSpec (the text encoder gives the class embeddings)", None)
-        rm = self.remapper(view.dataset, self._need_run(view), view.remap)
-        return rm.text_embeddings(view.remap.template)
+        self._need_run(view)
+        templates = template_sets.resolve_templates(view.remap.template,
+                                                    template_sets.load_templates(view.remap.templates_file))
+        return cache.class_text_embeddings(self.encoder(view.remap.encoder), templates,
+                                           self.benchmark.dataset(view.dataset).vocabulary, self._text_cache())
+
+    def _text_cache(self) -> cache.TextEmbeddingCache:
+        """The benchmark's text-embedding cache (``<cache_dir>/text``), one per Analysis: its remappers and
+        ``class_text_embeddings`` share its in-memory copies."""
+        root = Path(self.benchmark.config.cache_dir) / "text"
+        return self._memoised("text_cache", str(root), lambda: cache.TextEmbeddingCache(root))
 
     def prompted(self, view: View) -> str:
         """How a view answers to a prompt template: ``"remap"`` (``view.remap``: the run's crops relabelled under the

@@ -150,15 +150,15 @@ def sweep(config_path, jobs, engine: str = "local", *, cache_dir=None, templates
 def _encode_template_texts(config_path: str, parts: list, *, cache_dir: str | None, templates_file: str | None,
                            pad: float, min_size: float) -> None:
     """Encode each group's template texts here, once, into the benchmark's text cache: the Ray tasks read them there
-    instead of each loading the model to encode them again (``LazyEncoder``)."""
+    instead of each loading the model to encode them again (``LazyEncoder``). Only the texts: the runs' predictions
+    and crop embeddings are the tasks' to load."""
     a = Analysis(Benchmark.from_yaml(config_path), embedding_dir=cache_dir)
     for part in parts:
         first = part[0]
         _need_embeddings(a, first, config_path, pad, min_size)
-        rm = a.remapper(first.dataset, first.run, RemapSpec(encoder=first.encoder, templates_file=templates_file,
-                                                            pad=pad, min_size=min_size))
         for template in dict.fromkeys(j.template for j in part):
-            rm.text_embeddings(template)
+            a.class_text_embeddings(View(dataset=first.dataset, run=first.run, remap=RemapSpec(
+                encoder=first.encoder, template=template, templates_file=templates_file, pad=pad, min_size=min_size)))
 
 
 def _ray_groups(config_path: str, parts: list, kw: dict, address: str | None) -> list:

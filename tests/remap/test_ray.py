@@ -306,6 +306,29 @@ def test_a_sweep_task_with_every_embedding_cached_never_loads_the_model(demo, sw
     assert enc.cache_key == enc.load().cache_key and enc.name == enc.load().name
 
 
+def test_the_ray_sweep_prepares_the_template_texts_and_nothing_else(demo_copy, swept, monkeypatch):
+    """Before its Ray tasks start, a Ray sweep encodes every group's template texts into the benchmark's text cache,
+    and only those: this process builds no remapper, so no run's crop embeddings are read into memory here (the
+    tasks load them; at Omni3D scale they are gigabytes)."""
+    from ov3d_core.analysis import Analysis
+    from ov3d_core.analysis import sweep as sweep_module
+    from ov3d_core.remap.cache import TextEmbeddingCache
+    from ov3d_core.remap.encoders import LazyEncoder
+    from ov3d_core.remap.templates import prompts_for, resolve_templates
+
+    cache, jobs, _ = swept
+    monkeypatch.setattr(Analysis, "remapper", lambda *a, **k: pytest.fail("a remapper was built"))
+    parts = [[j for j in jobs if (j.dataset, j.run) == pair] for pair in RUNS]
+    cfg = demo_copy / "benchmark.yaml"  # a text cache of its own, empty
+    sweep_module._encode_template_texts(str(cfg), parts, cache_dir=str(cache), templates_file=None, pad=0.0,
+                                        min_size=8)
+    b = _bench(demo_copy)
+    key = LazyEncoder("proxy").cache_key
+    want = {TextEmbeddingCache.key(key, prompts_for(t, b.dataset(d).vocabulary))
+            for d, _ in RUNS for j in jobs for t in resolve_templates(j.template)}
+    assert {p.stem for p in (b.config.cache_dir / "text").rglob("*.npy")} == want and len(want) == 2 * 6
+
+
 def test_ray_sweep_equals_the_local_sweep(ray_instance, demo, swept):
     cache, jobs, table = swept
     on_ray = sweep(demo / "benchmark.yaml", jobs, engine="ray", cache_dir=cache)
