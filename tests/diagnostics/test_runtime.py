@@ -15,7 +15,7 @@ from ov3d_core.diagnostics.runtime import RUNTIME_COLUMNS, MeasuredStage, accura
 from ov3d_core.io.config import DeclaredRuntime
 from ov3d_core.remap.cache import EmbeddingStore, hash_inputs, timing_summary
 from ov3d_core.viz.runtime import accuracy_latency_figure
-from tests.remap.conftest import FakeEncoder
+from tests.remap.fakes import FakeEncoder
 from tests.remap.test_cli import build
 
 # Table 10 of the paper (ms per image on one H100 NVL, 200 ARKitScenes images)

@@ -3,7 +3,7 @@ import pytest
 
 from ov3d_core.remap.cache import EmbeddingStore, TextEmbeddingCache, class_text_embeddings, hash_inputs
 from ov3d_core.remap.templates import resolve_templates
-from tests.remap.conftest import FakeEncoder
+from tests.remap.fakes import FakeEncoder
 
 N = 23
 

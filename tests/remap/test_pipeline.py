@@ -15,7 +15,7 @@ from ov3d_core.remap.crops import FLAG_BEHIND
 from ov3d_core.remap.pipeline import LiveRemapper, embed_run, remapped_run
 from ov3d_core.remap.sources import crop_source
 from ov3d_core.remap.remap import remap, similarities, to_label_view
-from tests.remap.conftest import FakeEncoder
+from tests.remap.fakes import FakeEncoder
 
 K = np.array([[100.0, 0, 50], [0, 100.0, 40], [0, 0, 1]])
 VOCAB = ("car", "truck", "sofa")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import filecmp
 import functools
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from ov3d_core.remap.engines.ray_data import (ShardEncoder, check_address, cut_s
 from ov3d_core.remap.pipeline import LiveRemapper
 from ov3d_core.remap.sources import crop_source
 from ov3d_core.analysis.sweep import SweepJob, grid, sweep
-from tests.remap.conftest import FakeEncoder
+from tests.remap.fakes import CaptionFake, DiesOnce, FakeEncoder, RaisesOn
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE_FILES = ("records.npy", "valid.npy", "state.json", "embeddings.npy")
@@ -69,37 +68,6 @@ def _assert_within_fp16(a, b):
     a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
     step = np.spacing(np.abs(np.maximum(np.abs(a), np.abs(b))).astype(np.float16)).astype(np.float32)
     assert a.shape == b.shape and (np.abs(a - b) <= step).all()
-
-
-class CaptionFake(FakeEncoder):
-    uses_captions = True  # reads the demo's crop captions, like the proxy
-
-
-class DiesOnce(CaptionFake):
-    """Its worker process exits (as if killed) inside its first encoding call while ``marker`` does not exist."""
-
-    def __init__(self, marker):
-        super().__init__()
-        self.marker = marker
-
-    def encode_images(self, images):
-        if not os.path.exists(self.marker):
-            Path(self.marker).write_text(str(os.getpid()))
-            os._exit(1)
-        return super().encode_images(images)
-
-
-class RaisesOn(CaptionFake):
-    """Raises for any batch that holds ``bad`` (a caption)."""
-
-    def __init__(self, bad):
-        super().__init__()
-        self.bad = bad
-
-    def encode_images(self, images):
-        if self.bad in list(images):
-            raise ValueError("cannot encode this one")
-        return super().encode_images(images)
 
 
 # ------------------------------------------------------------------------------------------------ embedding
