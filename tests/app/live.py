@@ -11,9 +11,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.app.test_browser import ARGS, CHROMIUM, REPO, free_port, open_page, wait_idle
+from tests.app.test_browser import ARGS, CHROMIUM, REPO, free_port, open_page, wait_idle, wait_js
 
-__all__ = ["ARGS", "CHROMIUM", "REPO", "chromium", "open_page", "rss_mib", "serve", "wait_idle"]
+__all__ = ["ARGS", "CHROMIUM", "REPO", "chromium", "open_page", "rss_mib", "serve", "wait_idle", "wait_js"]
 
 
 @contextlib.contextmanager

@@ -57,10 +57,21 @@ def browser_page(server, tmp_path_factory):
             ctx.close()
 
 
+#: How often a ``wait_js`` predicate is evaluated (ms). Playwright's default polls on every animation frame, which
+#: keeps a headless renderer drawing 60 frames a second for as long as a test waits: measured on this file, 13 % of
+#: Chromium's CPU (bench/RESULTS.md).
+POLL_MS = 50
+
+
+def wait_js(page, expression: str, arg=None, timeout: float | None = None):
+    """``page.wait_for_function`` polled every ``POLL_MS`` instead of on every animation frame."""
+    return page.wait_for_function(expression, arg=arg, timeout=timeout, polling=POLL_MS)
+
+
 def wait_idle(page) -> None:
     """Wait until the script run has finished (Streamlit marks the app container while running)."""
-    page.wait_for_function(
-        "() => { const a = document.querySelector('.stApp');"
+    wait_js(
+        page, "() => { const a = document.querySelector('.stApp');"
         " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }", timeout=120_000)
 
 
@@ -92,7 +103,7 @@ def sidebar_to(page, path: str, title: str) -> float:
     if not link.is_visible():
         nav.locator('[data-testid="stSidebarNavViewButton"]').click()
     link.click()
-    page.wait_for_function("(p) => location.pathname.replace(/^\\/+/, '') === p", arg=path)
+    wait_js(page, "(p) => location.pathname.replace(/^\\/+/, '') === p", arg=path)
     page.locator('[data-testid="stMainBlockContainer"] h1', has_text=title).first.wait_for(timeout=120_000)
     wait_idle(page)
     return time.perf_counter() - t
@@ -134,7 +145,7 @@ def test_sidebar_protocol_is_mirrored_to_the_url(server, browser_page):
     page, _ = browser_page
     open_page(page, f"{server}/oracle?ds=demo_outdoor_av", "Oracle")
     page.locator('[data-testid="stSidebar"]').get_by_text("target-aware", exact=True).click()
-    page.wait_for_function("() => location.search.includes('proto=target-aware')", timeout=60_000)
+    wait_js(page, "() => location.search.includes('proto=target-aware')", timeout=60_000)
     wait_idle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
 
@@ -157,13 +168,13 @@ def test_3d_view_camera_presets_relayout_in_the_browser(server, browser_page):
     page, _ = browser_page
     open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
     plot = ".js-plotly-plot:has(canvas)"  # the WebGL scene (2D charts have no canvas)
-    page.wait_for_function("(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
+    wait_js(page, "(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
                            "g._fullLayout.scene && g.querySelector('canvas'); }", arg=plot, timeout=120_000)
     camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"  # what WebGL draws with
     assert page.evaluate(camera, plot)["up"]["y"] < -0.8  # ego: -y (up in the camera frame) is up on screen
     wait_probed(page)
     page.locator(".ov3d-gl-cams button", has_text="top-down").first.click()  # the presets above the scene
-    page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
+    wait_js(page, "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                            arg=plot, timeout=30_000)
     state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
     assert state == "notRunning"  # a layout change in the browser: no script run
@@ -182,17 +193,17 @@ def test_3d_view_toggled_off_and_on_keeps_its_webgl_scene(server, browser_page):
     page, _ = browser_page
     open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
     plot = ".js-plotly-plot:has(canvas)"
-    page.wait_for_function("(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
+    wait_js(page, "(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
                            "g._fullLayout.scene && g._fullLayout.scene._scene; }", arg=plot, timeout=120_000)
     page.evaluate("(s) => { document.querySelector(s).__ov3d_mark = 1; }", plot)
     toggle = page.locator('[data-testid="stCheckbox"]', has_text="3D view").first
     # The click starts a script run a moment later, so wait for what it changes, then check which scene it is.
     toggle.click()
-    page.wait_for_function(f"(s) => !({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
+    wait_js(page, f"(s) => !({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
     wait_idle(page)
     assert page.evaluate(_SCENES, plot) == [[True, False]]  # the same scene, hidden
     toggle.click()
-    page.wait_for_function(f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
+    wait_js(page, f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
     wait_idle(page)
     assert page.evaluate(_SCENES, plot) == [[True, True]]  # the same scene, shown again
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -204,11 +215,11 @@ def test_next_image_with_the_3d_view_on_redraws_the_same_webgl_scene(server, bro
     page, _ = browser_page
     open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
     plot = ".js-plotly-plot:has(canvas)"
-    page.wait_for_function(f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=120_000)
+    wait_js(page, f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=120_000)
     before = page.evaluate("(s) => { const g = document.querySelector(s); g.__ov3d_mark = 1; "
                            "return [g.dataset.rev, g._fullLayout.uirevision]; }", plot)
     page.locator('[data-testid="stMainBlockContainer"] button', has_text="Next").first.click()
-    page.wait_for_function("([s, r]) => { const g = document.querySelector(s); return g && g.dataset.rev !== r; }",
+    wait_js(page, "([s, r]) => { const g = document.querySelector(s); return g && g.dataset.rev !== r; }",
                            arg=[plot, before[0]], timeout=60_000)
     wait_idle(page)
     after = page.evaluate("(s) => { const g = document.querySelector(s); return [g.dataset.rev, "

@@ -5,7 +5,6 @@ closed-vocabulary run X* (boxes shared) with FG-OVD's tiers and the NMS median r
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from ov3d_core.analysis import Analysis, RemapSpec, View
 from tests.app.test_pages import app, metric, problems

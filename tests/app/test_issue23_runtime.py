@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from ov3d_core.analysis import Analysis, RemapSpec, View
 from tests.app.test_pages import app, problems

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.app.test_browser import ARGS, CHROMIUM, open_page, wait_idle
+from tests.app.test_browser import ARGS, CHROMIUM, open_page, wait_idle, wait_js
 
 DS = "demo_outdoor"
 
@@ -75,7 +75,7 @@ def test_gallery_buttons_are_whole_and_thumbnails_line_up(page, cell):
     shown = min(n, 24)
 
     # the script run is over when the page says so; its last elements may be laid out a moment later (a loaded machine)
-    pg.wait_for_function(_LAID_OUT, arg=2 * shown, timeout=90_000)
+    wait_js(pg, _LAID_OUT, arg=2 * shown, timeout=90_000)
     buttons = main.evaluate(_CUT)
     assert len(buttons) == 2 * shown, buttons
     assert all(b["text"].endswith(("Open", "Runs")) for b in buttons), buttons
@@ -83,7 +83,7 @@ def test_gallery_buttons_are_whole_and_thumbnails_line_up(page, cell):
     assert not cut, f"labels cut short: {cut}"
 
     # every thumbnail loaded and laid out first (a loaded machine draws them after the buttons)
-    pg.wait_for_function("""(n) => [...document.querySelectorAll(
+    wait_js(pg, """(n) => [...document.querySelectorAll(
         '[data-testid="stMainBlockContainer"] [data-testid="stImage"] img')].filter(
         i => i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0).length >= n""", arg=shown,
                          timeout=90_000)

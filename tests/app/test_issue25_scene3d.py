@@ -11,7 +11,7 @@ import pytest
 
 from ov3d_app import drawing
 from tests.app.test_browser import (ARGS, CHROMIUM, open_page, server,  # noqa: F401 - server: a fixture here too
-                                    wait_idle, wait_probed)
+                                    wait_idle, wait_js, wait_probed)
 
 SCENE = ".ov3d-gl-graph.js-plotly-plot"  # the page's WebGL scene (ov3d_app.gl_scene)
 GPU_NAME = "ANGLE (NVIDIA, NVIDIA GeForce RTX 4090 (0x00002684) Direct3D11 vs_5_0 ps_5_0, D3D11)"
@@ -66,7 +66,7 @@ def _page(browser, init: str | None = None):
 
 
 def _scene_drawn(page) -> None:
-    page.wait_for_function("(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
+    wait_js(page, "(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
                            "g._fullLayout.scene && g._fullLayout.scene._scene && g.checkVisibility(); }", arg=SCENE,
                            timeout=180_000)
 
@@ -117,14 +117,14 @@ def test_camera_presets_are_visible_buttons_that_move_the_camera(server, browser
         camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"
         assert page.evaluate(camera, SCENE)["up"]["y"] < -0.8  # ego first
         buttons.nth(1).click()  # top-down
-        page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
+        wait_js(page, "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
                                arg=SCENE, timeout=30_000)
         classes = buttons.nth(1).get_attribute("class")
         assert classes is not None and "ov3d-gl-cam-on" in classes.split()
         state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
         assert state == "notRunning"  # in the browser only: no script run
         buttons.nth(0).click()  # ego again
-        page.wait_for_function("(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.y < -0.8",
+        wait_js(page, "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.y < -0.8",
                                arg=SCENE, timeout=30_000)
     finally:
         ctx.close()
@@ -160,7 +160,7 @@ def test_a_gpu_renderer_gets_the_full_cloud(server, browser):
         page.locator('[data-testid="stCheckbox"]', has_text="3D view").first.click()
         slider = page.locator('[data-testid="stSlider"]', has_text="Points").first
         slider.wait_for(timeout=120_000)
-        page.wait_for_function("(t) => [...document.querySelectorAll('[data-testid=\"stSlider\"]')].some(e => "
+        wait_js(page, "(t) => [...document.querySelectorAll('[data-testid=\"stSlider\"]')].some(e => "
                                "e.innerText.includes('Points') && e.innerText.includes(t))",
                                arg=f"{drawing.POINT_BUDGETS[-1] // 1000}k", timeout=120_000)
         points = _caption_with(page, " points from the ")

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.app.live import ARGS, CHROMIUM, open_page, wait_idle
+from tests.app.live import ARGS, CHROMIUM, open_page, wait_idle, wait_js
 
 
 @pytest.fixture(scope="module")
@@ -66,18 +66,18 @@ def test_a_ranked_image_opens_the_inspector_in_chromium(live):
     assert [name.split(".")[0] for name in module_files()] == list(MODULES)  # the installed Streamlit has each one
     url, page, _ = live
     open_page(page, f"{url}/mining?ds=demo_indoor&mine=cross-class", "Failure mining")  # a new document: a new tab
-    page.wait_for_function(f"() => window.__ov3dWarm && window.__ov3dWarm.done.length === {len(MODULES)}",
+    wait_js(page, f"() => window.__ov3dWarm && window.__ov3dWarm.done.length === {len(MODULES)}",
                            timeout=60_000)
     fetched: list[str] = []
     page.on("request", lambda r: fetched.append(r.url))
     page.locator('[class*="st-key-mine_open_"] button').first.click()  # the top-ranked image's "Open"
     page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first.wait_for()
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .imagelayer image').length >= 1",
+    wait_js(page, "() => document.querySelectorAll('.js-plotly-plot .imagelayer image').length >= 1",
                            timeout=60_000)  # the image panels: the tab's first charts
     wait_idle(page)
     _no_exception(page)
     assert [u for u in fetched if "/static/js/" in u] == []
-    page.wait_for_function("() => location.search.includes('img=') && location.search.includes('hl=pred')",
+    wait_js(page, "() => location.search.includes('img=') && location.search.includes('hl=pred')",
                            timeout=30_000)
 
 
@@ -107,7 +107,7 @@ def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
             wait_idle(page)
     wait_idle(page)
     _no_exception(page)
-    page.wait_for_function("() => location.search.includes('img=') && location.search.includes('hl=pred')",
+    wait_js(page, "() => location.search.includes('img=') && location.search.includes('hl=pred')",
                            timeout=30_000)
     params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
     assert params["img"] == str(second) and params["hl"] == f"pred|{run}|{top}"

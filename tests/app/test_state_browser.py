@@ -7,7 +7,7 @@ import urllib.parse
 
 import pytest
 
-from tests.app.live import chromium, open_page, wait_idle
+from tests.app.live import chromium, open_page, wait_idle, wait_js
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def sidebar_state(page) -> dict:
     """What the sidebar shows: the checked radio options and the slider values, once its two radio groups and two
     sliders are drawn (the script run can be over before the browser has loaded their code and laid them out)."""
     sb = page.locator('[data-testid="stSidebar"]')
-    page.wait_for_function("""() => { const sb = document.querySelector('[data-testid="stSidebar"]');
+    wait_js(page, """() => { const sb = document.querySelector('[data-testid="stSidebar"]');
       return sb !== null && sb.querySelectorAll('input[type=radio]:checked').length >= 2
         && sb.querySelectorAll('[data-testid="stSliderThumbValue"]').length >= 2; }""")
     radios = [r.evaluate("e => e.closest('label').innerText") for r in sb.locator("input[type=radio]:checked").all()]
