@@ -7,7 +7,10 @@ graph div for as long as the page shows the inspector and hands every new figure
 the existing scene's traces; turning the view off hides the div (the scene stays), turning it on again with the same
 figure only shows it. While hidden before its first figure, the div draws a stand-in scene once, when the page has
 settled (script run over, every chart drawn) and the browser is idle, so that the first figure reuses a scene whose
-shaders are compiled, and a page switch into the inspector is not held up by it.
+shaders are compiled, and a page switch into the inspector is not held up by it. The scene draws only while shown:
+plotly.js's 3D render loop asks for every animation frame (60 a second) for as long as a scene exists, so the hidden
+scene parks its loop, and a scene leaving the page is purged (before, an idle inspector with the view off cost
+Chromium ~13 % of a core in software WebGL, and every page visited afterwards kept the loop running).
 
 The camera presets are buttons of the component, above the scene (the figure's own ``updatemenus`` of
 ``scene.camera`` relayouts, taken out of the figure): a click relayouts the scene's camera in the browser, no script
@@ -77,6 +80,43 @@ const takeCameras = (layout) => {
           menu.active === undefined ? 0 : menu.active];
 };
 
+// gl-plot3d, which draws plotly.js's 3D scenes, redraws in a requestAnimationFrame loop for as long as a scene exists:
+// 60 callbacks a second, each a frame the browser composes, whether the scene is shown or not, and after its graph
+// has left the page. The page's scene parks its loop while it is hidden (after a few frames, so that a scene drawn
+// while hidden, the stand-in, is drawn) and restarts it when shown; a scene that leaves the page is purged, which
+// ends its loop and releases its WebGL context. The loop is told from other callbacks by its source: it checks
+// `_stopped` and `contextLost`, then asks for its next frame.
+const glLoops = () => {
+  if (window.__ov3dGlLoops) return window.__ov3dGlLoops;
+  const raf = window.requestAnimationFrame.bind(window);
+  const kinds = new WeakMap();
+  const isLoop = (cb) => {
+    let v = kinds.get(cb);
+    if (v === undefined) {
+      const src = Function.prototype.toString.call(cb);
+      v = src.length < 400 && src.includes('_stopped') && src.includes('contextLost')
+        && src.includes('requestAnimationFrame');
+      kinds.set(cb, v);
+    }
+    return v;
+  };
+  const loops = { hidden: false, grace: 0, parked: [] };
+  window.requestAnimationFrame = (cb) => {
+    if (loops.hidden && typeof cb === 'function' && isLoop(cb)) {
+      if (loops.grace > 0) { loops.grace -= 1; return raf(cb); }
+      loops.parked.push(cb);
+      return 0;
+    }
+    return raf(cb);
+  };
+  loops.hide = () => { if (!loops.hidden) { loops.hidden = true; loops.grace = 3; } };
+  loops.drawn = () => { loops.grace = 3; };  // a scene drawn while hidden: a few frames to draw it
+  loops.show = () => { loops.hidden = false; loops.parked.splice(0).forEach((cb) => raf(cb)); };
+  loops.reset = () => { loops.hidden = false; loops.parked.length = 0; };
+  window.__ov3dGlLoops = loops;
+  return loops;
+};
+
 export default function (component) {
   const { data, parentElement, setStateValue } = component;
   const root = parentElement.querySelector('.__ROOT__');
@@ -125,8 +165,14 @@ export default function (component) {
   const message = (text) => { root.querySelector('.__ROOT__-error').textContent = text; };
   const error = (e) => message('3D view: ' + e.message);
   const draw = (fn) => { state.queue = state.queue.then(fn).catch(error); };
-  const hide = () => root.classList.add('__ROOT__-hidden');
-  const reveal = () => root.classList.remove('__ROOT__-hidden');
+  const loops = glLoops();
+  const hide = () => { root.classList.add('__ROOT__-hidden'); loops.hide(); };
+  const reveal = () => { root.classList.remove('__ROOT__-hidden'); loops.show(); };
+  // Streamlit calls this when the component leaves the page (not on its updates)
+  const purge = () => {
+    loops.reset();
+    if (window.Plotly && graph._fullLayout) window.Plotly.purge(graph);
+  };
   if (data.hidden) {
     state.want = null;
     hide();
@@ -149,6 +195,7 @@ export default function (component) {
               // skipped when a figure came first: the stand-in only fills idle time
               if (root.isConnected && !graph.dataset.rev && state.want === null) {
                 await Plotly.react(graph, fig.data, takeCameras(fig.layout || {})[1], data.config);
+                loops.drawn();
               }
             } finally { resolve(); }
           }, { timeout: 3000 });
@@ -156,11 +203,11 @@ export default function (component) {
         setTimeout(poll, 250);
       }));
     }
-    return;
+    return purge;
   }
   state.want = data.rev;
-  if (graph.dataset.rev === data.rev) { reveal(); return; }  // the same figure: only show it
-  if (!data.figure) { hide(); return; }  // nothing to show (the page says why)
+  if (graph.dataset.rev === data.rev) { reveal(); return purge; }  // the same figure: only show it
+  if (!data.figure) { hide(); return purge; }  // nothing to show (the page says why)
   // A new figure: redraw the scene in place; a hidden scene is shown once it holds the new figure, a shown one
   // keeps the previous figure until then.
   const fig = JSON.parse(data.figure), rev = data.rev;
@@ -174,6 +221,7 @@ export default function (component) {
     message('');
     if (state.want === rev) reveal();
   });
+  return purge;
 }
 """
 

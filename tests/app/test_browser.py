@@ -187,9 +187,23 @@ _SCENES = ("(s) => [...document.querySelectorAll(s)].map(g => [g.__ov3d_mark ===
            "g.checkVisibility({visibilityProperty: true})])")
 
 
+#: Animation-frame callbacks the page asks for per second, counted over ``ms``: plotly.js's 3D scenes ask for one per
+#: frame (60 a second) while their render loop runs.
+_FRAME_RATE = """(ms) => new Promise((done) => {
+  if (!window.__frames) {
+    const raf = window.requestAnimationFrame.bind(window);
+    window.__frames = { n: 0 };
+    window.requestAnimationFrame = (cb) => { window.__frames.n += 1; return raf(cb); };
+  }
+  const n0 = window.__frames.n;
+  setTimeout(() => done((window.__frames.n - n0) * 1000 / ms), ms);
+})"""
+
+
 def test_3d_view_toggled_off_and_on_keeps_its_webgl_scene(server, browser_page):
     """Turning the 3D view off and on again on one image shows the scene the browser already built (hidden while
-    off), not a new one: building a WebGL scene takes seconds in a browser without a GPU."""
+    off), not a new one: building a WebGL scene takes seconds in a browser without a GPU. Its render loop runs only
+    while it is shown: hidden, or once the page is left, the scene asks for no animation frames."""
     page, _ = browser_page
     open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
     plot = ".js-plotly-plot:has(canvas)"
@@ -202,11 +216,15 @@ def test_3d_view_toggled_off_and_on_keeps_its_webgl_scene(server, browser_page):
     wait_js(page, f"(s) => !({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
     wait_idle(page)
     assert page.evaluate(_SCENES, plot) == [[True, False]]  # the same scene, hidden
+    assert page.evaluate(_FRAME_RATE, 1500) <= 3  # ... with its render loop parked
     toggle.click()
     wait_js(page, f"(s) => ({_SCENES})(s).some(v => v[1])", arg=plot, timeout=60_000)
     wait_idle(page)
     assert page.evaluate(_SCENES, plot) == [[True, True]]  # the same scene, shown again
+    assert page.evaluate(_FRAME_RATE, 1000) >= 10  # ... drawn in its loop again (60 a second, fewer under load)
     assert page.locator('[data-testid="stException"]').count() == 0
+    sidebar_to(page, "curves", "PR curves")  # the page left: its scene purged, its loop over
+    assert page.evaluate(_FRAME_RATE, 1500) <= 3
 
 
 def test_next_image_with_the_3d_view_on_redraws_the_same_webgl_scene(server, browser_page):
