@@ -85,7 +85,8 @@ const takeCameras = (layout) => {
 // has left the page. The page's scene parks its loop while it is hidden (after a few frames, so that a scene drawn
 // while hidden, the stand-in, is drawn) and restarts it when shown; a scene that leaves the page is purged, which
 // ends its loop and releases its WebGL context. The loop is told from other callbacks by its source: it checks
-// `_stopped` and `contextLost`, then asks for its next frame.
+// `_stopped` and `contextLost`, then asks for its next frame. (This is the app's only 3D scene: while it is hidden,
+// every such loop in the page is its own.)
 const glLoops = () => {
   if (window.__ov3dGlLoops) return window.__ov3dGlLoops;
   const raf = window.requestAnimationFrame.bind(window);
@@ -214,7 +215,7 @@ export default function (component) {
   const [cams, layout, active] = takeCameras(fig.layout || {});
   draw(async () => {
     const Plotly = await loadPlotly(data.src);
-    if (state.want !== rev) return;  // superseded while waiting
+    if (state.want !== rev || !root.isConnected) return;  // superseded while waiting, or the page was left
     await Plotly.react(graph, fig.data, layout, data.config);
     cameras(cams, active);
     graph.dataset.rev = rev;
