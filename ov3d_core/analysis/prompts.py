@@ -68,8 +68,7 @@ class Prompts:
             emb = pipeline.embed_run(store, ds, r, enc, crops_json=b.run_spec(run, dataset).crops, pad=spec.pad,
                                      min_size=spec.min_size, progress=progress)
             return pipeline.LiveRemapper(emb, r.pred.record, r.pred.score, enc, ds.vocabulary,
-                                         text_cache=self._text_cache(),
-                                         templates=template_sets.load_templates(spec.templates_file))
+                                         text_cache=self._text_cache(), templates=self._templates(spec.templates_file))
 
         return self._memoised("remapper", spec.embedding_key(dataset, run), compute)
 
@@ -94,10 +93,15 @@ class Prompts:
         if view.remap is None:
             raise view_error("remap", "a RemapSpec (the text encoder gives the class embeddings)", None)
         self._need_run(view)
-        templates = template_sets.resolve_templates(view.remap.template,
-                                                    template_sets.load_templates(view.remap.templates_file))
+        templates = template_sets.resolve_templates(view.remap.template, self._templates(view.remap.templates_file))
         return cache.class_text_embeddings(self.encoder(view.remap.encoder), templates,
                                            self.benchmark.dataset(view.dataset).vocabulary, self._text_cache())
+
+    def _templates(self, templates_file) -> tuple:
+        """The templates of a file (None: the shipped ones), read once per Analysis: its remappers and
+        ``class_text_embeddings`` (called by several diagnostics per view) share them."""
+        key = None if templates_file is None else str(templates_file)
+        return self._memoised("templates", key, lambda: tuple(template_sets.load_templates(templates_file)))
 
     def _text_cache(self) -> cache.TextEmbeddingCache:
         """The benchmark's text-embedding cache (``<cache_dir>/text``), one per Analysis: its remappers and

@@ -112,3 +112,23 @@ def test_hard_negative_tiers_use_the_benchmarks_ontology(demo):
     import pandas as pd
 
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+
+
+def test_a_template_file_is_read_once_per_analysis(demo, monkeypatch):
+    """The remapper and the class text embeddings of one Analysis read the templates file once between them, and
+    what they rank with is the file's templates."""
+    from ov3d_core.analysis import prompts
+    from ov3d_core.remap.templates import resolve_templates
+
+    reads = []
+    real = prompts.template_sets.load_templates
+    monkeypatch.setattr(prompts.template_sets, "load_templates", lambda path=None: reads.append(path) or real(path))
+    a = Analysis(demo.benchmark)  # a memo of its own
+    spec = RemapSpec(encoder="proxy")
+    views = [View(d, "cubercnn_star", remap=spec) for d in demo.datasets]
+    text = [a.class_text_embeddings(v) for v in views]
+    rm = a.remapper(views[0].dataset, "cubercnn_star", spec)
+    a.class_text_embeddings(views[0])
+    assert reads == [None]
+    assert np.array_equal(rm.text_embeddings(spec.template), text[0])
+    assert list(rm.templates) == real() and rm.resolve(spec.template) == resolve_templates(spec.template, real())
