@@ -169,13 +169,13 @@ def test_3d_view_camera_presets_relayout_in_the_browser(server, browser_page):
     open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
     plot = ".js-plotly-plot:has(canvas)"  # the WebGL scene (2D charts have no canvas)
     wait_js(page, "(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
-                           "g._fullLayout.scene && g.querySelector('canvas'); }", arg=plot, timeout=120_000)
+            "g._fullLayout.scene && g.querySelector('canvas'); }", arg=plot, timeout=120_000)
     camera = "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera()"  # what WebGL draws with
     assert page.evaluate(camera, plot)["up"]["y"] < -0.8  # ego: -y (up in the camera frame) is up on screen
     wait_probed(page)
     page.locator(".ov3d-gl-cams button", has_text="top-down").first.click()  # the presets above the scene
     wait_js(page, "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
-                           arg=plot, timeout=30_000)
+            arg=plot, timeout=30_000)
     state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
     assert state == "notRunning"  # a layout change in the browser: no script run
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -208,7 +208,7 @@ def test_3d_view_toggled_off_and_on_keeps_its_webgl_scene(server, browser_page):
     open_page(page, f"{server}/scene?ds=demo_indoor&3d=1", "Scene inspector")
     plot = ".js-plotly-plot:has(canvas)"
     wait_js(page, "(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
-                           "g._fullLayout.scene && g._fullLayout.scene._scene; }", arg=plot, timeout=120_000)
+            "g._fullLayout.scene && g._fullLayout.scene._scene; }", arg=plot, timeout=120_000)
     page.evaluate("(s) => { document.querySelector(s).__ov3d_mark = 1; }", plot)
     toggle = page.locator('[data-testid="stCheckbox"]', has_text="3D view").first
     # The click starts a script run a moment later, so wait for what it changes, then check which scene it is.
@@ -238,7 +238,7 @@ def test_next_image_with_the_3d_view_on_redraws_the_same_webgl_scene(server, bro
                            "return [g.dataset.rev, g._fullLayout.uirevision]; }", plot)
     page.locator('[data-testid="stMainBlockContainer"] button', has_text="Next").first.click()
     wait_js(page, "([s, r]) => { const g = document.querySelector(s); return g && g.dataset.rev !== r; }",
-                           arg=[plot, before[0]], timeout=60_000)
+            arg=[plot, before[0]], timeout=60_000)
     wait_idle(page)
     after = page.evaluate("(s) => { const g = document.querySelector(s); return [g.dataset.rev, "
                           "g._fullLayout.uirevision]; }", plot)

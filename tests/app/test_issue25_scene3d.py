@@ -67,8 +67,8 @@ def _page(browser, init: str | None = None):
 
 def _scene_drawn(page) -> None:
     wait_js(page, "(s) => { const g = document.querySelector(s); return g && g._fullLayout && "
-                           "g._fullLayout.scene && g._fullLayout.scene._scene && g.checkVisibility(); }", arg=SCENE,
-                           timeout=180_000)
+            "g._fullLayout.scene && g._fullLayout.scene._scene && g.checkVisibility(); }", arg=SCENE,
+            timeout=180_000)
 
 
 def _caption_with(page, text: str) -> str:
@@ -118,14 +118,14 @@ def test_camera_presets_are_visible_buttons_that_move_the_camera(server, browser
         assert page.evaluate(camera, SCENE)["up"]["y"] < -0.8  # ego first
         buttons.nth(1).click()  # top-down
         wait_js(page, "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.z > 0.99",
-                               arg=SCENE, timeout=30_000)
+                arg=SCENE, timeout=30_000)
         classes = buttons.nth(1).get_attribute("class")
         assert classes is not None and "ov3d-gl-cam-on" in classes.split()
         state = page.evaluate("() => document.querySelector('.stApp').getAttribute('data-test-script-state')")
         assert state == "notRunning"  # in the browser only: no script run
         buttons.nth(0).click()  # ego again
         wait_js(page, "(s) => document.querySelector(s)._fullLayout.scene._scene.getCamera().up.y < -0.8",
-                               arg=SCENE, timeout=30_000)
+                arg=SCENE, timeout=30_000)
     finally:
         ctx.close()
 
@@ -161,8 +161,8 @@ def test_a_gpu_renderer_gets_the_full_cloud(server, browser):
         slider = page.locator('[data-testid="stSlider"]', has_text="Points").first
         slider.wait_for(timeout=120_000)
         wait_js(page, "(t) => [...document.querySelectorAll('[data-testid=\"stSlider\"]')].some(e => "
-                               "e.innerText.includes('Points') && e.innerText.includes(t))",
-                               arg=f"{drawing.POINT_BUDGETS[-1] // 1000}k", timeout=120_000)
+                "e.innerText.includes('Points') && e.innerText.includes(t))",
+                arg=f"{drawing.POINT_BUDGETS[-1] // 1000}k", timeout=120_000)
         points = _caption_with(page, " points from the ")
         assert int(points.split(" of ")[0].replace(",", "")) > 100_000
     finally:

@@ -67,18 +67,18 @@ def test_a_ranked_image_opens_the_inspector_in_chromium(live):
     url, page, _ = live
     open_page(page, f"{url}/mining?ds=demo_indoor&mine=cross-class", "Failure mining")  # a new document: a new tab
     wait_js(page, f"() => window.__ov3dWarm && window.__ov3dWarm.done.length === {len(MODULES)}",
-                           timeout=60_000)
+            timeout=60_000)
     fetched: list[str] = []
     page.on("request", lambda r: fetched.append(r.url))
     page.locator('[class*="st-key-mine_open_"] button').first.click()  # the top-ranked image's "Open"
     page.locator('[data-testid="stMainBlockContainer"] h1', has_text="Scene inspector").first.wait_for()
     wait_js(page, "() => document.querySelectorAll('.js-plotly-plot .imagelayer image').length >= 1",
-                           timeout=60_000)  # the image panels: the tab's first charts
+            timeout=60_000)  # the image panels: the tab's first charts
     wait_idle(page)
     _no_exception(page)
     assert [u for u in fetched if "/static/js/" in u] == []
     wait_js(page, "() => location.search.includes('img=') && location.search.includes('hl=pred')",
-                           timeout=30_000)
+            timeout=30_000)
 
 
 def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
@@ -108,6 +108,6 @@ def test_a_click_on_a_ranked_image_row_opens_the_inspector(live, tiny_demo):
     wait_idle(page)
     _no_exception(page)
     wait_js(page, "() => location.search.includes('img=') && location.search.includes('hl=pred')",
-                           timeout=30_000)
+            timeout=30_000)
     params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
     assert params["img"] == str(second) and params["hl"] == f"pred|{run}|{top}"
