@@ -1,8 +1,10 @@
-"""Suite-wide: the order in which pytest-xdist hands the test files to its workers, demo folders copied from one
-build per test process, and Streamlit's scan for installed components done once per test process."""
+"""Suite-wide: the order in which pytest-xdist hands the test files to its workers, what is alive at the start of
+each test file kept out of later garbage collections, demo folders copied from one build per test process, and
+Streamlit's scan for installed components done once per test process."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from pathlib import Path
@@ -43,6 +45,28 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: in-file order kept
+
+
+#: The test file whose first test last set up in this process (``pytest_runtest_setup`` below).
+_frozen_for: list[str | None] = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before each test file's first test: a full garbage collection, then ``gc.freeze()``.
+
+    Python's full collections scan every object the collector tracks, and a test process keeps millions that live as
+    long as it does: the modules, classes and functions of torch, transformers, Streamlit and pandas, imported as the
+    files ask for them. Those full collections took 30 s of the two workers' CPU in a ``-n 2`` run (bench/RESULTS.md,
+    2026-12-07, eighth session). ``gc.freeze()`` moves what is alive to the permanent generation, which later
+    collections skip; the collection before it frees what the previous file left (its module fixtures are torn down
+    by then). Objects that were alive at a freeze and later become unreachable in a reference cycle stay in memory
+    until the process ends: bounded by what the previous files kept alive (session fixtures, caches)."""
+    path = item.nodeid.split("::", 1)[0]
+    if path != _frozen_for[0]:
+        _frozen_for[0] = path
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(scope="session")
